@@ -1,0 +1,9 @@
+// Package inbox is how tasks receive messages: Send delivers one (from Go;
+// corotask.send_to_task does the same from SQL), and a poller reads its
+// pending messages through an Inbox.
+//
+// A message sent to a task that is being polled goes to the task's
+// inbox_next and reaches its inbox when that poll commits, so a committed
+// poll never sees a message twice and no message is lost. Messages from one
+// sender arrive in the order they were sent.
+package inbox

@@ -1,0 +1,82 @@
+package inbox
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/corotask/corotask/tasks"
+)
+
+// Inbox is a poll's view of a task's pending messages, oldest first. Messages
+// the poll Pops are gone once the poll commits; the others stay, in order, for
+// the next poll (followed by whatever arrived during this one). An Inbox is
+// not safe for concurrent use.
+type Inbox[M any] struct {
+	msgs  []Message[M]
+	taken int
+}
+
+// DecodeError says which message of which task could not be decoded. The
+// message is not dropped: the poll fails and the message stays in the inbox.
+type DecodeError struct {
+	Task     tasks.ID
+	Position int // 0 is the oldest message
+	Err      error
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("task %s: inbox message %d does not decode: %v", e.Task, e.Position, e.Err)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// New decodes the stored messages of task (each an Envelope) into an Inbox.
+// A message that does not decode into M makes New fail with a *DecodeError.
+func New[M any](task tasks.ID, raw [][]byte) (*Inbox[M], error) {
+	in := &Inbox[M]{msgs: make([]Message[M], len(raw))}
+	for i, r := range raw {
+		var env Envelope
+		if err := json.Unmarshal(r, &env); err != nil {
+			return nil, &DecodeError{Task: task, Position: i, Err: err}
+		}
+		m := Message[M]{From: env.From, Done: env.Done, Err: env.Err}
+		if len(env.Body) > 0 && string(env.Body) != "null" {
+			if err := json.Unmarshal(env.Body, &m.Body); err != nil {
+				return nil, &DecodeError{Task: task, Position: i, Err: err}
+			}
+		}
+		in.msgs[i] = m
+	}
+	return in, nil
+}
+
+// Of returns an Inbox holding msgs, for tests of pollers.
+func Of[M any](msgs ...Message[M]) *Inbox[M] {
+	return &Inbox[M]{msgs: msgs}
+}
+
+// Len returns how many messages are left to Pop.
+func (in *Inbox[M]) Len() int { return len(in.msgs) - in.taken }
+
+// Peek returns the oldest message left without taking it; false when none is left.
+func (in *Inbox[M]) Peek() (Message[M], bool) {
+	if in.Len() == 0 {
+		var zero Message[M]
+		return zero, false
+	}
+	return in.msgs[in.taken], true
+}
+
+// Pop takes the oldest message left; false when none is left. A popped
+// message is removed from the task's inbox when the poll commits.
+func (in *Inbox[M]) Pop() (Message[M], bool) {
+	m, ok := in.Peek()
+	if ok {
+		in.taken++
+	}
+	return m, ok
+}
+
+// Taken returns how many messages have been popped, which the executor removes
+// from the stored inbox on commit.
+func (in *Inbox[M]) Taken() int { return in.taken }

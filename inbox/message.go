@@ -1,0 +1,31 @@
+package inbox
+
+import (
+	"encoding/json"
+
+	"github.com/corotask/corotask/tasks"
+)
+
+// Message is one message in a task's inbox.
+type Message[M any] struct {
+	// From is the sending task; zero for a message from outside any task.
+	From tasks.ID
+	// Body is the message, decoded into M. In a completion message it is the
+	// child's result (DoneWith), or M's zero value.
+	Body M
+	// Done marks the completion message a parent receives, exactly once, when
+	// its child From ends.
+	Done bool
+	// Err is set in a completion message when the child failed (its last
+	// error) or was canceled ("canceled").
+	Err string
+}
+
+// Envelope is a message as stored in an inbox column: the JSON object
+// {"from": <task id or null>, "body": <json>, "done": true, "err": "..."}.
+type Envelope struct {
+	From tasks.ID        `json:"from"`
+	Body json.RawMessage `json:"body"`
+	Done bool            `json:"done,omitempty"`
+	Err  string          `json:"err,omitempty"`
+}

@@ -1,0 +1,35 @@
+package inbox
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/corotask/corotask/tasks"
+)
+
+// Send sends body (encoded as JSON; a json.RawMessage is sent as it is) to
+// task to, from task from, or from outside any task when from is zero. It is
+// the Go face of the SQL function corotask.send_to_task and works on a pool,
+// a connection or the caller's transaction (the message is then sent when, and
+// only if, that transaction commits).
+//
+// A sleeping or suspended task is woken at once. Send fails with
+// tasks.ErrNotFound for an unknown task, tasks.ErrEnded for a task that is
+// done, failed or canceled, and tasks.ErrTooLarge for a body over
+// tasks.MaxMessageBytes: a message is never dropped silently.
+func Send(ctx context.Context, db tasks.DB, to, from tasks.ID, body any) error {
+	if to.IsZero() {
+		return fmt.Errorf("send message: no recipient (zero task id)")
+	}
+	b, err := tasks.EncodeJSON(body)
+	if err != nil {
+		return fmt.Errorf("send message to %s: %w", to, err)
+	}
+	if b == nil {
+		b = []byte("null")
+	}
+	if _, err := db.Exec(ctx, "SELECT corotask.send_to_task($1, $2, $3::jsonb)", to, from, b); err != nil {
+		return fmt.Errorf("send message to %s: %w", to, tasks.TranslateError(err))
+	}
+	return nil
+}

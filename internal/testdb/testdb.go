@@ -1,0 +1,194 @@
+// Package testdb gives each test a fresh, migrated database of its own, so
+// tests run in parallel and never see what another test left behind.
+//
+// The server is the one internal/database resolves (DATABASE_URL, a server on
+// 127.0.0.1:5432, or a private cluster). A template database holding the
+// current migrations is made once and cloned for every test.
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/corotask/corotask/internal/database"
+	corosql "github.com/corotask/corotask/sql"
+)
+
+var (
+	adminOnce sync.Once
+	adminURL  string
+	adminErr  error
+	tmplOnce  sync.Once
+	tmplName  string
+	tmplErr   error
+)
+
+// AdminURL returns the URL of the server's maintenance database, resolving
+// (and if need be starting) the server once per process.
+func AdminURL(t testing.TB) string {
+	t.Helper()
+	adminOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		adminURL, adminErr = database.URL(ctx, "")
+	})
+	if adminErr != nil {
+		t.Fatalf("testdb: no database server: %v", adminErr)
+	}
+	return adminURL
+}
+
+// URL creates a fresh migrated database for the test, dropped when the test
+// ends, and returns its URL.
+func URL(t testing.TB) string {
+	t.Helper()
+	admin := AdminURL(t)
+	tmplOnce.Do(func() { tmplName, tmplErr = template(admin) })
+	if tmplErr != nil {
+		t.Fatalf("testdb: template database: %v", tmplErr)
+	}
+	return create(t, admin, tmplName)
+}
+
+// EmptyURL creates a fresh database without the corotask schema, dropped when
+// the test ends, and returns its URL: for tests of the migrations themselves.
+func EmptyURL(t testing.TB) string {
+	t.Helper()
+	return create(t, AdminURL(t), "template0")
+}
+
+func create(t testing.TB, admin, template string) string {
+	t.Helper()
+	name := "corotask_test_" + randomSuffix()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := execAdmin(ctx, admin, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, template)); err != nil {
+		t.Fatalf("testdb: create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := execAdmin(ctx, admin, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
+			t.Logf("testdb: drop database %s: %v", name, err)
+		}
+	})
+	return WithDatabase(t, admin, name)
+}
+
+// New creates a fresh migrated database for the test and returns a pool on
+// it; both are closed and dropped when the test ends.
+func New(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	return Pool(t, URL(t))
+}
+
+// Pool opens a pool on url, closed when the test ends.
+func Pool(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("testdb: parse url: %v", err)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("testdb: open pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// WithDatabase returns url with its database name replaced by name.
+func WithDatabase(t testing.TB, rawURL, name string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatalf("testdb: parse url: %v", err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// template makes (once per server and migration set) a database holding the
+// current migrations and returns its name. Concurrent test processes take
+// turns through an advisory lock.
+func template(admin string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	migs, err := corosql.Migrations()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, m := range migs {
+		h.Write([]byte(m.Name))
+		h.Write([]byte(m.SQL))
+	}
+	name := "corotask_tmpl_" + hex.EncodeToString(h.Sum(nil))[:16]
+
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(7261457)"); err != nil {
+		return "", fmt.Errorf("lock: %w", err)
+	}
+	defer conn.Exec(context.Background(), "SELECT pg_advisory_unlock(7261457)") //nolint:errcheck
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return "", fmt.Errorf("look for template: %w", err)
+	}
+	if exists {
+		return name, nil
+	}
+	building := name + "_new"
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)"); err != nil {
+		return "", err
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+building); err != nil {
+		return "", err
+	}
+	u, _ := url.Parse(admin)
+	u.Path = "/" + building
+	tc, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		return "", err
+	}
+	err = corosql.Migrate(ctx, tc)
+	tc.Close(context.Background())
+	if err != nil {
+		return "", err
+	}
+	// Renamed only when complete, so a crash never leaves a half-made template.
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+func execAdmin(ctx context.Context, admin, stmt string) error {
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, stmt)
+	return err
+}
+
+func randomSuffix() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return strings.ToLower(hex.EncodeToString(b[:]))
+}

@@ -1,0 +1,61 @@
+package sql_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/corotask/corotask/internal/testdb"
+	corosql "github.com/corotask/corotask/sql"
+	"github.com/corotask/corotask/tasks"
+)
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Pool(t, testdb.EmptyURL(t))
+	all, err := corosql.Migrations()
+	require.NoError(t, err)
+	require.NotEmpty(t, all)
+
+	applied, err := corosql.Apply(ctx, db)
+	require.NoError(t, err)
+	require.Equal(t, all, applied)
+	applied, err = corosql.Apply(ctx, db)
+	require.NoError(t, err)
+	require.Empty(t, applied)
+
+	var n int
+	require.NoError(t, db.QueryRow(ctx, "SELECT count(*) FROM corotask.migrations").Scan(&n))
+	require.Equal(t, len(all), n)
+	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "works"})
+	require.NoError(t, err)
+}
+
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.EmptyURL(t)
+	var g errgroup.Group
+	for i := 0; i < 8; i++ {
+		g.Go(func() error {
+			// A pool each, as separate processes would have.
+			pool, err := pgxpool.New(ctx, url)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			return corosql.Migrate(ctx, pool)
+		})
+	}
+	require.NoError(t, g.Wait())
+	db := testdb.Pool(t, url)
+	var n int
+	require.NoError(t, db.QueryRow(ctx, "SELECT count(*) FROM corotask.migrations").Scan(&n))
+	all, err := corosql.Migrations()
+	require.NoError(t, err)
+	require.Equal(t, len(all), n)
+}

@@ -1,0 +1,271 @@
+-- corotask schema, version 1: the tasks table, its indexes, and the SQL API
+-- (create_task, send_to_task, cancel_task) that the Go packages and users'
+-- own SQL (functions, triggers) share.
+
+CREATE TABLE corotask.tasks (
+    task_id     uuid        PRIMARY KEY,
+    task_type   text        NOT NULL
+        CONSTRAINT task_type_valid CHECK (char_length(task_type) BETWEEN 1 AND 200),
+    parent_id   uuid,
+    inner_state jsonb,
+    -- NULL: suspended until a message arrives (or ended, see done_at).
+    wake_at     timestamptz DEFAULT now(),
+    inbox       jsonb[]     NOT NULL DEFAULT '{}',
+    inbox_next  jsonb[]     NOT NULL DEFAULT '{}',
+    -- '0001-01-01' means "not running"; anything else is the last renewal of the current claim.
+    heartbeat   timestamptz NOT NULL DEFAULT '0001-01-01 00:00:00+00',
+    -- A fresh token per claim; heartbeats and commits match on it (fencing).
+    claim       uuid,
+    failures    integer     NOT NULL DEFAULT 0,
+    last_error  text,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    done_at     timestamptz,
+    -- How the task ended: 'done', 'failed' or 'canceled'; NULL while it lives.
+    outcome     text
+        CONSTRAINT outcome_valid CHECK (outcome IN ('done', 'failed', 'canceled')),
+    result      jsonb,
+    CONSTRAINT ended_consistent CHECK ((done_at IS NULL) = (outcome IS NULL))
+);
+
+COMMENT ON TABLE corotask.tasks IS
+'Durable coroutine-style tasks. Executors claim ready tasks (or tasks whose heartbeat is stale), poll them and commit the new state fenced on "claim". Messages to a task being polled accrue in inbox_next and are moved into inbox when the poll commits.';
+
+-- Claim of ready tasks: only live, unclaimed, non-suspended tasks are indexed,
+-- so the claim does not slow down with the number of running, suspended or ended tasks.
+CREATE INDEX tasks_ready_idx ON corotask.tasks (wake_at) INCLUDE (task_type)
+    WHERE heartbeat = '0001-01-01 00:00:00+00' AND done_at IS NULL AND wake_at IS NOT NULL;
+-- Claim of tasks whose executor stopped renewing its heartbeat.
+CREATE INDEX tasks_running_idx ON corotask.tasks (heartbeat)
+    WHERE heartbeat <> '0001-01-01 00:00:00+00';
+CREATE INDEX tasks_parent_idx ON corotask.tasks (parent_id, task_id) WHERE parent_id IS NOT NULL;
+CREATE INDEX tasks_type_idx ON corotask.tasks (task_type, task_id);
+-- Retention of ended tasks.
+CREATE INDEX tasks_done_idx ON corotask.tasks (done_at) WHERE done_at IS NOT NULL;
+
+-- Tasks are updated several times over their life; keep room for HOT updates and
+-- vacuum early so a busy table does not bloat.
+ALTER TABLE corotask.tasks SET (
+    fillfactor = 80,
+    autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_insert_scale_factor = 0.05,
+    autovacuum_analyze_scale_factor = 0.05
+);
+
+-- The largest message body accepted, in bytes of its stored jsonb form.
+CREATE FUNCTION corotask.max_message_bytes() RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS 'SELECT 1048576';
+
+-- The derived status of a task, as the Go API and the CLI report it.
+CREATE FUNCTION corotask.status(t corotask.tasks) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT CASE
+        WHEN t.outcome IS NOT NULL THEN t.outcome
+        WHEN t.heartbeat <> '0001-01-01 00:00:00+00' THEN 'running'
+        WHEN t.wake_at IS NULL THEN 'suspended'
+        WHEN t.wake_at > now() THEN 'sleeping'
+        ELSE 'ready'
+    END
+$$;
+
+-- Errors raised by these functions carry their own SQLSTATEs so that clients can
+-- tell them apart: CT404 (no such task), CT410 (task has ended), CT413 (message too
+-- large). DETAIL holds "<role> <uuid>" for the first two.
+
+-- envelope wraps a message body as stored in an inbox, refusing oversized bodies.
+CREATE FUNCTION corotask.envelope(p_from uuid, p_body jsonb) RETURNS jsonb
+LANGUAGE plpgsql STABLE SET search_path = '' AS $$
+DECLARE
+    size integer := pg_column_size(p_body);
+BEGIN
+    IF size > corotask.max_message_bytes() THEN
+        RAISE EXCEPTION 'corotask: message of % bytes is larger than the limit of % bytes',
+            size, corotask.max_message_bytes()
+            USING ERRCODE = 'CT413', DETAIL = size::text;
+    END IF;
+    RETURN jsonb_build_object('from', p_from, 'body', p_body);
+END
+$$;
+
+-- create_tasks inserts many tasks in one statement. Each array holds one element
+-- per task; parents must exist (or be created in the same call) and not have ended.
+-- A task with a message gets it as its first inbox entry, from its parent.
+CREATE FUNCTION corotask.create_tasks(
+    p_ids      uuid[],
+    p_types    text[],
+    p_parents  uuid[],
+    p_states   jsonb[],
+    p_messages jsonb[],
+    p_wake_ats timestamptz[]
+) RETURNS void
+LANGUAGE plpgsql SET search_path = '' AS $$
+DECLARE
+    bad uuid;
+BEGIN
+    SELECT p INTO bad FROM unnest(p_parents) AS p
+    WHERE p IS NOT NULL AND p <> ALL (p_ids)
+      AND NOT EXISTS (SELECT 1 FROM corotask.tasks t WHERE t.task_id = p)
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'corotask: parent task % not found', bad
+            USING ERRCODE = 'CT404', DETAIL = 'parent ' || bad;
+    END IF;
+    -- FOR SHARE waits for a concurrent cancel of the parent, so a child is never
+    -- added under a parent that is being canceled.
+    SELECT t.task_id INTO bad FROM corotask.tasks t
+    WHERE t.task_id IN (SELECT DISTINCT p FROM unnest(p_parents) AS p WHERE p IS NOT NULL)
+    ORDER BY t.task_id
+    FOR SHARE;
+    SELECT t.task_id INTO bad FROM corotask.tasks t
+    WHERE t.task_id IN (SELECT DISTINCT p FROM unnest(p_parents) AS p WHERE p IS NOT NULL)
+      AND t.done_at IS NOT NULL
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'corotask: parent task % has ended', bad
+            USING ERRCODE = 'CT410', DETAIL = 'parent ' || bad;
+    END IF;
+    INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, inbox)
+    SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, now()),
+           CASE WHEN u.msg IS NULL THEN '{}'::jsonb[]
+                ELSE ARRAY[corotask.envelope(u.parent, u.msg)] END
+    FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats)
+        AS u(id, typ, parent, state, msg, wake_at);
+END
+$$;
+
+-- create_task creates one task; see create_tasks. p_wake_at NULL means now.
+CREATE FUNCTION corotask.create_task(
+    p_task_id   uuid,
+    p_task_type text,
+    p_parent_id uuid DEFAULT NULL,
+    p_state     jsonb DEFAULT NULL,
+    p_message   jsonb DEFAULT NULL,
+    p_wake_at   timestamptz DEFAULT NULL
+) RETURNS uuid
+LANGUAGE plpgsql SET search_path = '' AS $$
+BEGIN
+    PERFORM corotask.create_tasks(ARRAY[p_task_id], ARRAY[p_task_type], ARRAY[p_parent_id],
+        ARRAY[p_state], ARRAY[p_message], ARRAY[p_wake_at]);
+    RETURN p_task_id;
+END
+$$;
+
+-- deliver appends an envelope to a live task's inbox (or inbox_next while it is being
+-- polled) and wakes it. It returns false when the task does not exist or has ended.
+CREATE FUNCTION corotask.deliver(p_to uuid, p_envelope jsonb) RETURNS boolean
+LANGUAGE plpgsql SET search_path = '' AS $$
+BEGIN
+    UPDATE corotask.tasks SET
+        inbox = CASE WHEN heartbeat = '0001-01-01 00:00:00+00'
+                     THEN array_append(inbox, p_envelope) ELSE inbox END,
+        inbox_next = CASE WHEN heartbeat = '0001-01-01 00:00:00+00'
+                          THEN inbox_next ELSE array_append(inbox_next, p_envelope) END,
+        -- LEAST ignores NULL, so a suspended task (wake_at NULL) wakes now too.
+        wake_at = LEAST(wake_at, now())
+    WHERE task_id = p_to AND done_at IS NULL;
+    RETURN FOUND;
+END
+$$;
+
+-- send_to_task sends a message to a task, from another task or (p_from NULL) from
+-- outside any task. It raises CT404 for an unknown task and CT410 for an ended one:
+-- a message is never dropped silently.
+CREATE FUNCTION corotask.send_to_task(p_to uuid, p_from uuid, p_message jsonb) RETURNS void
+LANGUAGE plpgsql SET search_path = '' AS $$
+BEGIN
+    IF p_to IS NULL THEN
+        RAISE EXCEPTION 'corotask: send_to_task needs a task id' USING ERRCODE = 'CT404';
+    END IF;
+    IF NOT corotask.deliver(p_to, corotask.envelope(p_from, p_message)) THEN
+        IF EXISTS (SELECT 1 FROM corotask.tasks WHERE task_id = p_to) THEN
+            RAISE EXCEPTION 'corotask: task % has ended', p_to
+                USING ERRCODE = 'CT410', DETAIL = 'task ' || p_to;
+        END IF;
+        RAISE EXCEPTION 'corotask: task % not found', p_to
+            USING ERRCODE = 'CT404', DETAIL = 'task ' || p_to;
+    END IF;
+END
+$$;
+
+-- completion builds the one message a parent receives when its child ends.
+CREATE FUNCTION corotask.completion(p_child uuid, p_outcome text, p_result jsonb, p_error text)
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT jsonb_build_object('from', p_child, 'body', p_result, 'done', true)
+        || CASE p_outcome
+               WHEN 'failed' THEN jsonb_build_object('err', coalesce(p_error, 'failed'))
+               WHEN 'canceled' THEN jsonb_build_object('err', 'canceled')
+               ELSE '{}'::jsonb
+           END
+$$;
+
+-- cancel_task cancels a task and all its live descendants, and returns how many
+-- tasks it canceled. The canceled task's parent, if alive, gets one completion
+-- message; running polls of canceled tasks are told through NOTIFY corotask_cancel.
+CREATE FUNCTION corotask.cancel_task(p_task uuid) RETURNS integer
+LANGUAGE plpgsql SET search_path = '' AS $$
+DECLARE
+    root corotask.tasks;
+    n integer;
+    notified integer;
+    total integer := 0;
+BEGIN
+    SELECT * INTO root FROM corotask.tasks WHERE task_id = p_task FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'corotask: task % not found', p_task
+            USING ERRCODE = 'CT404', DETAIL = 'task ' || p_task;
+    END IF;
+    IF root.done_at IS NOT NULL THEN
+        RAISE EXCEPTION 'corotask: task % has ended', p_task
+            USING ERRCODE = 'CT410', DETAIL = 'task ' || p_task;
+    END IF;
+    PERFORM pg_notify('corotask_cancel', p_task::text) WHERE root.heartbeat <> '0001-01-01 00:00:00+00';
+    UPDATE corotask.tasks SET done_at = now(), outcome = 'canceled', wake_at = NULL,
+        heartbeat = '0001-01-01 00:00:00+00', claim = NULL
+    WHERE task_id = p_task;
+    total := 1;
+    -- Each pass is a new statement with a new snapshot, so children added by a poll
+    -- that committed while we waited for a lock are found by the next pass.
+    LOOP
+        WITH RECURSIVE tree AS (
+            SELECT t.task_id, t.heartbeat FROM corotask.tasks t WHERE t.task_id = p_task
+            UNION
+            SELECT c.task_id, c.heartbeat FROM corotask.tasks c JOIN tree ON c.parent_id = tree.task_id
+        ), canceled AS (
+            UPDATE corotask.tasks t SET done_at = now(), outcome = 'canceled', wake_at = NULL,
+                heartbeat = '0001-01-01 00:00:00+00', claim = NULL
+            FROM tree
+            WHERE t.task_id = tree.task_id AND t.done_at IS NULL
+            RETURNING t.task_id, tree.heartbeat AS old_heartbeat
+        )
+        SELECT count(*),
+               count(pg_notify('corotask_cancel', task_id::text))
+                   FILTER (WHERE old_heartbeat <> '0001-01-01 00:00:00+00')
+        INTO n, notified FROM canceled;
+        EXIT WHEN n = 0;
+        total := total + n;
+    END LOOP;
+    IF root.parent_id IS NOT NULL THEN
+        PERFORM corotask.deliver(root.parent_id, corotask.completion(p_task, 'canceled', NULL, NULL));
+    END IF;
+    RETURN total;
+END
+$$;
+
+-- Executors LISTEN on corotask_ready; the payload is the task type. Statement-level
+-- triggers announce every insert or update that leaves a task ready, whoever made it.
+CREATE FUNCTION corotask.announce_ready() RETURNS trigger
+LANGUAGE plpgsql SET search_path = '' AS $$
+BEGIN
+    PERFORM pg_notify('corotask_ready', s.task_type)
+    FROM (SELECT DISTINCT c.task_type FROM changed c
+          WHERE c.wake_at <= now() AND c.heartbeat = '0001-01-01 00:00:00+00' AND c.done_at IS NULL) s;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER tasks_announce_insert AFTER INSERT ON corotask.tasks
+    REFERENCING NEW TABLE AS changed
+    FOR EACH STATEMENT EXECUTE FUNCTION corotask.announce_ready();
+CREATE TRIGGER tasks_announce_update AFTER UPDATE ON corotask.tasks
+    REFERENCING NEW TABLE AS changed
+    FOR EACH STATEMENT EXECUTE FUNCTION corotask.announce_ready();

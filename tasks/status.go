@@ -1,0 +1,40 @@
+package tasks
+
+import "fmt"
+
+// Status is where a task is in its life. It is derived from the stored
+// columns, not stored itself.
+type Status string
+
+const (
+	// Ready: wake_at has passed and no executor holds the task; the next claim may take it.
+	Ready Status = "ready"
+	// Sleeping: wake_at is in the future.
+	Sleeping Status = "sleeping"
+	// Suspended: no wake_at; the task waits for a message.
+	Suspended Status = "suspended"
+	// Running: an executor holds a claim on the task (its heartbeat is set).
+	Running Status = "running"
+	// Done: the poller returned Done or DoneWith.
+	Done Status = "done"
+	// Failed: the task failed more times in a row than its type allows.
+	Failed Status = "failed"
+	// Canceled: the task or one of its ancestors was canceled.
+	Canceled Status = "canceled"
+)
+
+// Statuses lists every status, in the order of a task's life.
+var Statuses = []Status{Ready, Sleeping, Suspended, Running, Done, Failed, Canceled}
+
+// Ended reports whether s is a final status: done, failed or canceled.
+func (s Status) Ended() bool { return s == Done || s == Failed || s == Canceled }
+
+// ParseStatus returns the status named s, or an error listing the valid ones.
+func ParseStatus(s string) (Status, error) {
+	for _, v := range Statuses {
+		if string(v) == s {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("invalid status %q: want one of %v", s, Statuses)
+}

@@ -1,0 +1,51 @@
+package tasks
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Task is a stored task, as Get and List return it.
+type Task struct {
+	ID, Parent ID
+	Type       Type
+	Status     Status
+	// State is the poller's JSON state (null: the poller's zero value);
+	// Result is what DoneWith returned.
+	State, Result json.RawMessage
+	WakeAt        *time.Time // nil: suspended, or ended
+	// Heartbeat is the last renewal of the current claim; zero when no
+	// executor holds the task.
+	Heartbeat              time.Time
+	InboxLen, InboxNextLen int
+	Failures               int
+	LastError              string
+	CreatedAt              time.Time
+	DoneAt                 *time.Time
+	// Inbox and InboxNext are the pending messages, oldest first, each a JSON
+	// object {"from": ..., "body": ..., ...}. Only Get fills them.
+	Inbox, InboxNext []json.RawMessage
+}
+
+// taskColumns are the columns scanTask reads, in order; t is the tasks row.
+const taskColumns = `t.task_id, t.parent_id, t.task_type, corotask.status(t), t.inner_state, t.result,
+	t.wake_at, t.heartbeat, cardinality(t.inbox), cardinality(t.inbox_next), t.failures,
+	coalesce(t.last_error, ''), t.created_at, t.done_at`
+
+func scanTask(row pgx.Row, extra ...any) (*Task, error) {
+	var t Task
+	var typ, status string
+	dest := append([]any{&t.ID, &t.Parent, &typ, &status, &t.State, &t.Result,
+		&t.WakeAt, &t.Heartbeat, &t.InboxLen, &t.InboxNextLen, &t.Failures,
+		&t.LastError, &t.CreatedAt, &t.DoneAt}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	t.Type, t.Status = Type(typ), Status(status)
+	if t.Heartbeat.Year() <= 1 {
+		t.Heartbeat = time.Time{}
+	}
+	return &t, nil
+}
