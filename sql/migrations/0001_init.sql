@@ -269,3 +269,141 @@ CREATE TRIGGER tasks_announce_insert AFTER INSERT ON corotask.tasks
 CREATE TRIGGER tasks_announce_update AFTER UPDATE ON corotask.tasks
     REFERENCING NEW TABLE AS changed
     FOR EACH STATEMENT EXECUTE FUNCTION corotask.announce_ready();
+
+-- The executor's side. A claim sets heartbeat and a fresh claim token; every
+-- later write of the poll matches on that token, so a poll whose claim was
+-- lost (stolen after a stall, canceled, released) changes nothing.
+
+-- commit_poll commits a successful poll: its state, the inbox swap (messages the
+-- poll did not take, then those that arrived during it), its next wake_at, and
+-- its effects (children, messages, completion to the parent when it is done),
+-- all or nothing. p_action is 'yield', 'sleep' (p_sleep from now), 'until'
+-- (p_at), 'suspend' or 'done' (with p_result). It returns false, changing
+-- nothing, when the claim no longer matches.
+CREATE FUNCTION corotask.commit_poll(
+    p_task         uuid,
+    p_claim        uuid,
+    p_state        jsonb,
+    p_taken        integer,
+    p_action       text,
+    p_sleep        interval,
+    p_at           timestamptz,
+    p_result       jsonb,
+    p_spawn_ids    uuid[],
+    p_spawn_types  text[],
+    p_spawn_states jsonb[],
+    p_spawn_msgs   jsonb[],
+    p_send_to      uuid[],
+    p_send_msgs    jsonb[]
+) RETURNS boolean
+LANGUAGE plpgsql SET search_path = '' AS $$
+DECLARE
+    parent uuid;
+    wake timestamptz;
+    n integer := coalesce(cardinality(p_spawn_ids), 0);
+BEGIN
+    wake := CASE p_action
+        WHEN 'yield' THEN now()
+        WHEN 'sleep' THEN now() + p_sleep
+        WHEN 'until' THEN p_at
+        WHEN 'suspend' THEN NULL
+        WHEN 'done' THEN NULL
+    END;
+    IF p_action NOT IN ('yield', 'sleep', 'until', 'suspend', 'done') THEN
+        RAISE EXCEPTION 'corotask: unknown poll action %', p_action;
+    END IF;
+    UPDATE corotask.tasks SET
+        inner_state = p_state,
+        inbox = inbox[p_taken + 1:] || inbox_next,
+        inbox_next = '{}',
+        heartbeat = '0001-01-01 00:00:00+00',
+        claim = NULL,
+        failures = 0,
+        last_error = NULL,
+        -- Messages that arrived during the poll make the task ready at once.
+        wake_at = CASE
+            WHEN p_action = 'done' THEN NULL
+            WHEN cardinality(inbox_next) > 0 THEN LEAST(wake, now())
+            ELSE wake
+        END,
+        done_at = CASE WHEN p_action = 'done' THEN now() END,
+        outcome = CASE WHEN p_action = 'done' THEN 'done' END,
+        result = CASE WHEN p_action = 'done' THEN p_result END
+    WHERE task_id = p_task AND claim = p_claim
+    RETURNING parent_id INTO parent;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF n > 0 THEN
+        PERFORM corotask.create_tasks(p_spawn_ids, p_spawn_types, array_fill(p_task, ARRAY[n]),
+            p_spawn_states, p_spawn_msgs, array_fill(NULL::timestamptz, ARRAY[n]));
+    END IF;
+    IF coalesce(cardinality(p_send_to), 0) > 0 THEN
+        PERFORM corotask.send_to_task(u.recipient, p_task, u.msg)
+        FROM unnest(p_send_to, p_send_msgs) WITH ORDINALITY AS u(recipient, msg, i)
+        ORDER BY u.i;
+    END IF;
+    IF p_action = 'done' AND parent IS NOT NULL THEN
+        PERFORM corotask.deliver(parent, corotask.completion(p_task, 'done', p_result, NULL));
+    END IF;
+    RETURN true;
+END
+$$;
+
+-- fail_poll records a failed poll: nothing of the poll is kept, failures goes
+-- up, messages that arrived during the poll join the inbox, and the task sleeps
+-- for p_backoff. When p_max_failures > 0 and the task has now failed that many
+-- times in a row, it ends as failed and its parent is told. It returns the
+-- task's outcome ('failed' or NULL), or NULL with claim_lost when the claim no
+-- longer matches.
+CREATE FUNCTION corotask.fail_poll(
+    p_task         uuid,
+    p_claim        uuid,
+    p_error        text,
+    p_backoff      interval,
+    p_max_failures integer,
+    OUT claim_lost boolean,
+    OUT ended      boolean
+)
+LANGUAGE plpgsql SET search_path = '' AS $$
+DECLARE
+    parent uuid;
+BEGIN
+    UPDATE corotask.tasks SET
+        failures = failures + 1,
+        last_error = p_error,
+        inbox = inbox || inbox_next,
+        inbox_next = '{}',
+        heartbeat = '0001-01-01 00:00:00+00',
+        claim = NULL,
+        wake_at = CASE WHEN p_max_failures > 0 AND failures + 1 >= p_max_failures
+                       THEN NULL ELSE now() + p_backoff END,
+        done_at = CASE WHEN p_max_failures > 0 AND failures + 1 >= p_max_failures THEN now() END,
+        outcome = CASE WHEN p_max_failures > 0 AND failures + 1 >= p_max_failures THEN 'failed' END
+    WHERE task_id = p_task AND claim = p_claim
+    RETURNING parent_id, outcome IS NOT NULL INTO parent, ended;
+    claim_lost := NOT FOUND;
+    ended := coalesce(ended, false);
+    IF ended AND parent IS NOT NULL THEN
+        PERFORM corotask.deliver(parent, corotask.completion(p_task, 'failed', NULL, p_error));
+    END IF;
+END
+$$;
+
+-- release_claims gives claims back without counting a failure (an executor
+-- shutting down): the tasks are ready for another executor at once.
+CREATE FUNCTION corotask.release_claims(p_tasks uuid[], p_claims uuid[]) RETURNS integer
+LANGUAGE sql SET search_path = '' AS $$
+    WITH released AS (
+        UPDATE corotask.tasks t SET
+            inbox = t.inbox || t.inbox_next,
+            inbox_next = '{}',
+            heartbeat = '0001-01-01 00:00:00+00',
+            claim = NULL,
+            wake_at = LEAST(t.wake_at, now())
+        FROM unnest(p_tasks, p_claims) AS c(task_id, claim)
+        WHERE t.task_id = c.task_id AND t.claim = c.claim
+        RETURNING 1
+    )
+    SELECT count(*)::integer FROM released
+$$;

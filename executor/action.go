@@ -1,0 +1,73 @@
+package executor
+
+import (
+	"fmt"
+	"time"
+)
+
+type actionKind uint8
+
+const (
+	actYield actionKind = iota + 1
+	actSleep
+	actUntil
+	actSuspend
+	actDone
+)
+
+// Action is what a poll asks for next. Make one with Yield, Sleep,
+// SleepUntil, Suspend, Done or DoneWith; the zero Action is invalid and fails
+// the poll.
+type Action struct {
+	kind   actionKind
+	sleep  time.Duration
+	at     time.Time
+	result any
+}
+
+// Yield polls the task again as soon as an executor is free.
+func Yield() Action { return Action{kind: actYield} }
+
+// Sleep polls the task again after d, or sooner if a message arrives.
+func Sleep(d time.Duration) Action { return Action{kind: actSleep, sleep: max(d, 0)} }
+
+// SleepUntil polls the task again at t, or sooner if a message arrives.
+func SleepUntil(t time.Time) Action { return Action{kind: actUntil, at: t} }
+
+// Suspend polls the task again only when a message arrives.
+func Suspend() Action { return Action{kind: actSuspend} }
+
+// Done ends the task; its parent receives a completion message with a null body.
+func Done() Action { return Action{kind: actDone} }
+
+// DoneWith ends the task with a result, stored (as JSON) in the task and sent
+// as the body of the parent's completion message.
+func DoneWith(result any) Action { return Action{kind: actDone, result: result} }
+
+func (a Action) sqlName() string {
+	switch a.kind {
+	case actYield:
+		return "yield"
+	case actSleep:
+		return "sleep"
+	case actUntil:
+		return "until"
+	case actSuspend:
+		return "suspend"
+	case actDone:
+		return "done"
+	}
+	return ""
+}
+
+func (a Action) String() string {
+	switch a.kind {
+	case actSleep:
+		return fmt.Sprintf("sleep(%s)", a.sleep)
+	case actUntil:
+		return fmt.Sprintf("sleep until %s", a.at.Format(time.RFC3339Nano))
+	case 0:
+		return "invalid action"
+	}
+	return a.sqlName()
+}

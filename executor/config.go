@@ -1,0 +1,57 @@
+package executor
+
+import (
+	"cmp"
+	"log/slog"
+	"time"
+)
+
+// Config configures an Executor. Zero fields take the defaults documented on
+// each field.
+type Config struct {
+	// Concurrency is how many polls run at once in this executor. Default 100.
+	Concurrency int
+	// HeartbeatTimeout is how old a claim's heartbeat may get before another
+	// executor takes the task (a crashed or stalled executor). Default 30s.
+	HeartbeatTimeout time.Duration
+	// HeartbeatInterval is how often the claims of in-flight polls are renewed,
+	// all in one statement. Default HeartbeatTimeout/3.
+	HeartbeatInterval time.Duration
+	// PollInterval is how often the executor looks for ready tasks when it
+	// hears nothing through LISTEN/NOTIFY (or always, with DisableListen), and
+	// looks for tasks whose heartbeat went stale. Default 1s.
+	PollInterval time.Duration
+	// ShutdownTimeout is how long Run waits for in-flight polls after its
+	// context ends, before it cancels them and releases their claims. Default 10s.
+	ShutdownTimeout time.Duration
+	// DisableListen turns LISTEN/NOTIFY off, for connection poolers such as
+	// PgBouncer in transaction mode; the executor then finds work every
+	// PollInterval.
+	DisableListen bool
+	// Retention is how long ended (done, failed, canceled) tasks are kept
+	// before this executor deletes them. Default 7 days; negative keeps them
+	// forever.
+	Retention time.Duration
+	// RetentionInterval is how often expired tasks are looked for. Default 1m.
+	RetentionInterval time.Duration
+	// BackoffMin and BackoffMax bound the delay before a failed task is polled
+	// again: BackoffMin doubled for each consecutive failure, capped at
+	// BackoffMax, with jitter. Defaults 1s and 10m.
+	BackoffMin, BackoffMax time.Duration
+	// Logger receives the executor's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	c.Concurrency = cmp.Or(c.Concurrency, 100)
+	c.HeartbeatTimeout = cmp.Or(c.HeartbeatTimeout, 30*time.Second)
+	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, c.HeartbeatTimeout/3)
+	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 10*time.Second)
+	c.Retention = cmp.Or(c.Retention, 7*24*time.Hour)
+	c.RetentionInterval = cmp.Or(c.RetentionInterval, time.Minute)
+	c.BackoffMin = cmp.Or(c.BackoffMin, time.Second)
+	c.BackoffMax = cmp.Or(c.BackoffMax, 10*time.Minute)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	return c
+}

@@ -1,0 +1,319 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/corotask/corotask/heartbeat"
+	"github.com/corotask/corotask/tasks"
+)
+
+// ErrShutdown is the cause of a poll's context when the executor stopped
+// before the poll finished (after Config.ShutdownTimeout). Its claim is
+// released, not counted as a failure.
+var ErrShutdown = errors.New("executor shutting down")
+
+// ErrCanceled is the cause of a poll's context when its task was canceled.
+var ErrCanceled = errors.New("task canceled")
+
+// Executor claims ready tasks of the types registered with it, polls them
+// and commits their outcomes. Create one with New, register pollers with
+// Register, then call Run. Any number of executors, in any number of
+// processes, may work on one database.
+type Executor struct {
+	pool   *pgxpool.Pool
+	cfg    Config
+	log    *slog.Logger
+	keeper *heartbeat.Keeper
+	wake   chan struct{} // a claim is worth trying: a NOTIFY, or a slot freed
+	// listening is closed once LISTEN is in place, so that the first claim
+	// misses no notification.
+	listening  chan struct{}
+	listenOnce sync.Once
+
+	mu       sync.Mutex
+	handlers map[tasks.Type]handler
+	running  bool
+	inflight map[tasks.ID]*flight
+	perType  map[tasks.Type]int
+	polls    sync.WaitGroup
+}
+
+type flight struct {
+	c      *claimed
+	cancel context.CancelCauseFunc
+}
+
+// New returns an Executor that works on pool, configured by cfg (see Config
+// for the defaults). The pool must allow at least two connections: one for
+// LISTEN (unless disabled) and one for claims and commits; a pool about as
+// large as the number of polls that commit at once is best.
+func New(pool *pgxpool.Pool, cfg Config) *Executor {
+	cfg = cfg.withDefaults()
+	return &Executor{
+		pool: pool,
+		cfg:  cfg,
+		log:  cfg.Logger,
+		keeper: heartbeat.New(pool, heartbeat.Config{
+			Timeout: cfg.HeartbeatTimeout, Interval: cfg.HeartbeatInterval, Logger: cfg.Logger,
+		}),
+		wake:      make(chan struct{}, 1),
+		listening: make(chan struct{}),
+		handlers:  map[tasks.Type]handler{},
+		inflight:  map[tasks.ID]*flight{},
+		perType:   map[tasks.Type]int{},
+	}
+}
+
+func (e *Executor) register(typ tasks.Type, h handler) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.running {
+		return fmt.Errorf("register %s: executor is already running", typ)
+	}
+	if _, ok := e.handlers[typ]; ok {
+		return fmt.Errorf("register %s: %w", typ, ErrDuplicateType)
+	}
+	e.handlers[typ] = h
+	return nil
+}
+
+// Types returns the registered task types.
+func (e *Executor) Types() []tasks.Type {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]tasks.Type, 0, len(e.handlers))
+	for t := range e.handlers {
+		out = append(out, t)
+	}
+	return out
+}
+
+// Run claims and polls tasks until ctx ends, then stops gracefully: it claims
+// no more, lets in-flight polls finish for up to Config.ShutdownTimeout, then
+// cancels those left (with cause ErrShutdown) and releases their claims so
+// another executor can take the tasks at once. Transient database errors
+// (lost connections, a restarting server) are logged and retried; Run returns
+// an error only when it cannot start.
+func (e *Executor) Run(ctx context.Context) error {
+	e.mu.Lock()
+	if e.running {
+		e.mu.Unlock()
+		return errors.New("executor: Run called twice")
+	}
+	if len(e.handlers) == 0 {
+		e.mu.Unlock()
+		return errors.New("executor: no pollers registered")
+	}
+	e.running = true
+	e.mu.Unlock()
+	e.log.Info("corotask: executor starting", "types", len(e.handlers), "concurrency", e.cfg.Concurrency)
+
+	// Polls and background loops outlive ctx: they are stopped by the
+	// shutdown sequence below, not by ctx itself.
+	pollBase, stopPolls := context.WithCancelCause(context.WithoutCancel(ctx))
+	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
+	var loops sync.WaitGroup
+	goLoop := func(f func(context.Context)) {
+		loops.Add(1)
+		go func() { defer loops.Done(); f(bg) }()
+	}
+	goLoop(func(ctx context.Context) { _ = e.keeper.Run(ctx) })
+	if !e.cfg.DisableListen {
+		goLoop(e.listen)
+	}
+	if e.cfg.Retention > 0 {
+		goLoop(e.retain)
+	}
+
+	if !e.cfg.DisableListen {
+		// Claim only once notifications will be heard (or after a while
+		// regardless: the fallback poll covers a LISTEN that cannot connect).
+		t := time.NewTimer(5 * e.cfg.PollInterval)
+		select {
+		case <-e.listening:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	e.claimLoop(ctx, pollBase)
+
+	e.log.Info("corotask: executor stopping", "in_flight", e.inflightCount())
+	if !waitTimeout(&e.polls, e.cfg.ShutdownTimeout) {
+		stopPolls(ErrShutdown)
+		if !waitTimeout(&e.polls, e.cfg.ShutdownTimeout) {
+			// Pollers that ignore their context: give their claims back anyway;
+			// whatever they commit later is refused by the fence.
+			e.giveBack(e.inflightClaims())
+		}
+	}
+	stopPolls(nil)
+	stopBg()
+	loops.Wait()
+	e.mu.Lock()
+	e.running = false
+	e.mu.Unlock()
+	e.log.Info("corotask: executor stopped")
+	return nil
+}
+
+// signal asks the claim loop to try a claim now.
+func (e *Executor) signal() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Executor) inflightCount() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.inflight)
+}
+
+// claimLoop claims work whenever there are free slots and a reason to look:
+// a NOTIFY, a finished poll, the next known wake_at, or PollInterval.
+func (e *Executor) claimLoop(ctx context.Context, pollBase context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		default:
+		}
+		wait := e.cfg.PollInterval
+		if req := e.request(); req.total > 0 {
+			got, next, err := e.claim(ctx, req)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return
+			case err != nil:
+				failures++
+				wait = backoff(e.cfg.PollInterval/4, e.cfg.PollInterval*10, failures)
+				e.log.Error("corotask: claim failed; retrying", "error", err, "retry_in", wait)
+			default:
+				failures = 0
+				var dup []*claimed
+				for _, c := range got {
+					if !e.start(pollBase, c) {
+						dup = append(dup, c)
+					}
+				}
+				if len(dup) > 0 {
+					e.giveBack(dup)
+				}
+				if len(got) == req.total {
+					continue // there may be more ready right now
+				}
+				if !next.IsZero() {
+					wait = min(wait, max(time.Until(next), time.Millisecond))
+				}
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.wake:
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// start runs the poll of c in its own goroutine. It refuses (false) a task
+// this executor is still polling: that poll's heartbeat went stale and the
+// claim loop took the task again. The old poll's claim is superseded, so it
+// is canceled; the new claim is given back rather than polled twice at once.
+func (e *Executor) start(pollBase context.Context, c *claimed) bool {
+	e.mu.Lock()
+	if old, ok := e.inflight[c.id]; ok {
+		e.mu.Unlock()
+		e.log.Warn("corotask: took back a task whose heartbeat went stale while polled here", "task", c.id)
+		old.cancel(heartbeat.ErrClaimLost)
+		return false
+	}
+	pctx, cancel := context.WithCancelCause(pollBase)
+	h := e.handlers[c.typ]
+	e.inflight[c.id] = &flight{c: c, cancel: cancel}
+	e.perType[c.typ]++
+	e.mu.Unlock()
+	e.keeper.Add(heartbeat.Claim{Task: c.id, Token: c.claim}, c.claimedAt, cancel)
+	e.polls.Add(1)
+	go func() {
+		defer e.polls.Done()
+		defer e.signal()
+		defer cancel(nil)
+		defer e.done(c)
+		e.settle(pctx, c, h.poll(pctx, c), h.options())
+	}()
+	return true
+}
+
+// giveBack releases claims this executor took but will not poll.
+func (e *Executor) giveBack(cs []*claimed) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.release(ctx, cs...); err != nil {
+		e.log.Error("corotask: release claims", "error", err)
+	}
+}
+
+func (e *Executor) done(c *claimed) {
+	e.keeper.Remove(c.id)
+	e.mu.Lock()
+	if f, ok := e.inflight[c.id]; ok && f.c == c {
+		delete(e.inflight, c.id)
+		e.perType[c.typ]--
+	}
+	e.mu.Unlock()
+}
+
+// cancelTask cancels the poll of a task canceled in the database.
+func (e *Executor) cancelTask(id tasks.ID) {
+	e.mu.Lock()
+	f, ok := e.inflight[id]
+	e.mu.Unlock()
+	if ok {
+		e.log.Info("corotask: task canceled while polled", "task", id)
+		f.cancel(ErrCanceled)
+	}
+}
+
+// inflightClaims returns the claims of every poll still in flight.
+func (e *Executor) inflightClaims() []*claimed {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	cs := make([]*claimed, 0, len(e.inflight))
+	for _, f := range e.inflight {
+		cs = append(cs, f.c)
+	}
+	return cs
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}

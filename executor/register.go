@@ -1,0 +1,152 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/tasks"
+)
+
+// Option configures how an executor runs one task type.
+type Option func(*typeOptions)
+
+type typeOptions struct {
+	maxFailures int
+	concurrency int
+}
+
+// MaxFailures ends a task as failed (and tells its parent) after n
+// consecutive failed polls. The default, 0, retries for ever with backoff.
+func MaxFailures(n int) Option { return func(o *typeOptions) { o.maxFailures = n } }
+
+// MaxConcurrency caps how many tasks of the type this executor polls at once.
+// The default, 0, is only bounded by Config.Concurrency.
+func MaxConcurrency(n int) Option { return func(o *typeOptions) { o.concurrency = n } }
+
+// ErrDuplicateType is returned by RegisterSafely for a type that already has a poller.
+var ErrDuplicateType = errors.New("task type already registered")
+
+// Register registers p as the poller of tasks of type typ. It panics when typ
+// is invalid or already registered, or when the executor is running; see
+// RegisterSafely.
+func Register[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts ...Option) {
+	if err := RegisterSafely(e, typ, p, opts...); err != nil {
+		panic(err)
+	}
+}
+
+// RegisterSafely is Register, returning an error instead of panicking.
+func RegisterSafely[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts ...Option) error {
+	if err := typ.Validate(); err != nil {
+		return fmt.Errorf("register: %w", err)
+	}
+	if p == nil {
+		return fmt.Errorf("register %s: nil poller", typ)
+	}
+	var o typeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.maxFailures < 0 || o.concurrency < 0 {
+		return fmt.Errorf("register %s: MaxFailures and MaxConcurrency must not be negative", typ)
+	}
+	return e.register(typ, &typed[S, M]{p: p, opts: o})
+}
+
+// handler runs polls of one registered type, hiding S and M from the executor.
+type handler interface {
+	poll(ctx context.Context, c *claimed) outcome
+	options() typeOptions
+}
+
+// claimed is a task as the claim returns it.
+type claimed struct {
+	id       tasks.ID
+	typ      tasks.Type
+	parent   tasks.ID
+	state    []byte
+	inbox    [][]byte
+	claim    [16]byte
+	failures int
+	// claimedAt is the local time just before the claim was sent: the
+	// heartbeat keeper counts the claim's age from it.
+	claimedAt time.Time
+}
+
+// outcome is what a poll produced, ready to commit.
+type outcome struct {
+	err    error // the poll failed: nothing below is committed
+	state  []byte
+	taken  int
+	action Action
+	result []byte
+	effects
+}
+
+// PanicError is the error of a poll that panicked.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (p *PanicError) Error() string { return fmt.Sprintf("poller panicked: %v", p.Value) }
+
+type typed[S, M any] struct {
+	p    Poller[S, M]
+	opts typeOptions
+}
+
+func (h *typed[S, M]) options() typeOptions { return h.opts }
+
+func (h *typed[S, M]) poll(ctx context.Context, c *claimed) (out outcome) {
+	t := &Task[S, M]{ID: c.id, Type: c.typ, Parent: c.parent, Failures: c.failures}
+	if len(c.state) > 0 && string(c.state) != "null" {
+		if err := json.Unmarshal(c.state, &t.State); err != nil {
+			return outcome{err: fmt.Errorf("task %s: state does not decode into %T: %w", c.id, t.State, err)}
+		}
+	}
+	in, err := inbox.New[M](c.id, c.inbox)
+	if err != nil {
+		return outcome{err: err}
+	}
+	t.Inbox = in
+	defer func() {
+		if v := recover(); v != nil {
+			out = outcome{err: &PanicError{Value: v, Stack: debug.Stack()}}
+		}
+	}()
+	act, err := h.p.Poll(ctx, t)
+	if err != nil {
+		return outcome{err: err}
+	}
+	return finish(t.ID, act, t.State, in.Taken(), t.effects)
+}
+
+// finish validates and encodes what a successful poll asked for.
+func finish(id tasks.ID, act Action, state any, taken int, eff effects) outcome {
+	if eff.err != nil {
+		return outcome{err: eff.err}
+	}
+	if act.kind == 0 {
+		return outcome{err: fmt.Errorf("task %s: poller returned no action: return Yield, Sleep, SleepUntil, Suspend, Done or DoneWith", id)}
+	}
+	if act.kind == actDone && len(eff.spawns) > 0 {
+		return outcome{err: fmt.Errorf("task %s: a poll that ends its task cannot spawn children", id)}
+	}
+	st, err := json.Marshal(state)
+	if err != nil {
+		return outcome{err: fmt.Errorf("task %s: encode state: %w", id, err)}
+	}
+	out := outcome{state: st, taken: taken, action: act, effects: eff}
+	if act.kind == actDone && act.result != nil {
+		if out.result, err = tasks.EncodeJSON(act.result); err != nil {
+			return outcome{err: fmt.Errorf("task %s: encode result: %w", id, err)}
+		}
+	}
+	return out
+}

@@ -1,0 +1,55 @@
+package executor
+
+import (
+	"context"
+	"time"
+)
+
+// retentionBatch is how many ended tasks one DELETE removes, keeping each
+// statement short.
+const retentionBatch = 1000
+
+// retain deletes tasks that ended more than Retention ago, every
+// RetentionInterval. Several executors may do it at once: SKIP LOCKED keeps
+// them from waiting on each other.
+func (e *Executor) retain(ctx context.Context) {
+	t := time.NewTicker(e.cfg.RetentionInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := e.DeleteExpired(ctx)
+		if err != nil && ctx.Err() == nil {
+			e.log.Warn("corotask: delete expired tasks", "error", err)
+		} else if n > 0 {
+			e.log.Debug("corotask: deleted expired tasks", "tasks", n)
+		}
+	}
+}
+
+// DeleteExpired deletes tasks that ended more than Config.Retention ago, in
+// batches, and returns how many it deleted. Run calls it every
+// RetentionInterval; it is exported for operators' scripts and tests.
+func (e *Executor) DeleteExpired(ctx context.Context) (int, error) {
+	if e.cfg.Retention < 0 {
+		return 0, nil
+	}
+	total := 0
+	for range 100 {
+		tag, err := e.pool.Exec(ctx, `DELETE FROM corotask.tasks WHERE task_id IN (
+			SELECT task_id FROM corotask.tasks
+			WHERE done_at IS NOT NULL AND done_at < now() - make_interval(secs => $1)
+			ORDER BY done_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, e.cfg.Retention.Seconds(), retentionBatch)
+		if err != nil {
+			return total, err
+		}
+		total += int(tag.RowsAffected())
+		if tag.RowsAffected() < retentionBatch {
+			break
+		}
+	}
+	return total, nil
+}

@@ -1,0 +1,121 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/tasks"
+)
+
+// Poller polls tasks of one type. S is the task's durable state, M the type
+// its messages decode into.
+//
+// A poll may run more than once for the same state and messages (after a
+// crash, a lost claim or a failure), so what it does outside the commit must
+// be idempotent. What it asks for through Task (State, popped messages,
+// Spawn, Send, OnCommit) is committed together, exactly once, or not at all.
+type Poller[S, M any] interface {
+	Poll(ctx context.Context, t *Task[S, M]) (Action, error)
+}
+
+// PollerFunc adapts a function to a Poller.
+type PollerFunc[S, M any] func(ctx context.Context, t *Task[S, M]) (Action, error)
+
+// Poll calls f.
+func (f PollerFunc[S, M]) Poll(ctx context.Context, t *Task[S, M]) (Action, error) { return f(ctx, t) }
+
+// Task is what a poll sees of its task, and how it asks for effects.
+type Task[S, M any] struct {
+	ID     tasks.ID
+	Type   tasks.Type
+	Parent tasks.ID
+	// State is decoded from the stored state (its zero value for a new task)
+	// and saved when the poll commits.
+	State S
+	// Inbox holds the pending messages; what the poll does not Pop stays for
+	// the next poll.
+	Inbox *inbox.Inbox[M]
+	// Failures is how many polls of this task failed in a row before this one.
+	Failures int
+
+	effects effects
+}
+
+type effects struct {
+	spawns   []tasks.Spec
+	sends    []send
+	onCommit []func(ctx context.Context, tx pgx.Tx) error
+	err      error // the first effect that could not be encoded
+}
+
+type send struct {
+	to   tasks.ID
+	body []byte
+}
+
+// Spawn asks for a child task of type typ, with initial state and first
+// message msg (either may be nil), created when the poll commits. It returns
+// the child's ID at once. When the child ends, this task receives one
+// completion message from it.
+func (t *Task[S, M]) Spawn(typ tasks.Type, state, msg any) tasks.ID {
+	id := tasks.NewID()
+	t.effects.spawn(id, typ, state, msg)
+	return id
+}
+
+// Send asks for msg to be sent to task to, from this task, when the poll
+// commits. Messages are sent in the order of the calls. Sending to a task that
+// does not exist or has ended fails the commit, and so the poll.
+func (t *Task[S, M]) Send(to tasks.ID, msg any) {
+	t.effects.send(to, msg)
+}
+
+// OnCommit runs fn inside the poll's commit transaction, after the task's own
+// update: what fn writes is committed exactly once, together with the poll. An
+// error from fn fails the poll.
+func (t *Task[S, M]) OnCommit(fn func(ctx context.Context, tx pgx.Tx) error) {
+	t.effects.onCommit = append(t.effects.onCommit, fn)
+}
+
+func (e *effects) spawn(id tasks.ID, typ tasks.Type, state, msg any) {
+	if err := typ.Validate(); err != nil {
+		e.fail(fmt.Errorf("spawn: %w", err))
+		return
+	}
+	st, err := tasks.EncodeJSON(state)
+	if err != nil {
+		e.fail(fmt.Errorf("spawn %s: state: %w", typ, err))
+		return
+	}
+	m, err := tasks.EncodeJSON(msg)
+	if err != nil {
+		e.fail(fmt.Errorf("spawn %s: message: %w", typ, err))
+		return
+	}
+	e.spawns = append(e.spawns, tasks.Spec{ID: id, Type: typ, State: st, Message: m})
+}
+
+func (e *effects) send(to tasks.ID, msg any) {
+	if to.IsZero() {
+		e.fail(fmt.Errorf("send: no recipient (zero task id)"))
+		return
+	}
+	b, err := tasks.EncodeJSON(msg)
+	if err != nil {
+		e.fail(fmt.Errorf("send to %s: %w", to, err))
+		return
+	}
+	if b == nil {
+		b = []byte("null")
+	}
+	e.sends = append(e.sends, send{to: to, body: b})
+}
+
+func (e *effects) fail(err error) {
+	if e.err == nil {
+		e.err = err
+	}
+}
