@@ -1,0 +1,81 @@
+// Package executor runs tasks: it claims ready tasks of the types registered
+// with it, polls them with typed pollers, and commits each poll's outcome.
+//
+// # Writing a poller
+//
+// A poller for tasks of one type implements Poller[S, M], where S is the
+// task's durable state (JSON) and M the type its messages decode into:
+//
+//	type counter struct{ Total int }
+//
+//	executor.Register(e, "billing.counter", executor.PollerFunc[counter, int](
+//		func(ctx context.Context, t *executor.Task[counter, int]) (executor.Action, error) {
+//			for {
+//				m, ok := t.Inbox.Pop()
+//				if !ok {
+//					break
+//				}
+//				t.State.Total += m.Body
+//			}
+//			return executor.Suspend(), nil // until the next message
+//		}))
+//
+// A poll returns an Action: Yield, Sleep, SleepUntil, Suspend, Done or
+// DoneWith. It may Spawn children, Send messages and register OnCommit work;
+// all of it, with the new State and the popped messages, is committed in one
+// transaction when the poll returns, or none of it when the poll fails.
+//
+// # The lifecycle of a poll
+//
+//  1. Claim. One statement takes up to the free slots of ready tasks
+//     (wake_at passed, not running) and of tasks whose heartbeat is older
+//     than HeartbeatTimeout, with SELECT ... FOR UPDATE SKIP LOCKED, and gives
+//     each a fresh claim token. The executor LISTENs for corotask_ready
+//     notifications and claims within milliseconds of a task becoming ready;
+//     it also looks every PollInterval and at the next known wake_at.
+//  2. Poll. While it runs, the heartbeat keeper renews the claims of all
+//     in-flight polls in one statement per HeartbeatInterval. If a claim is
+//     lost (the task was canceled, or taken by another executor after this
+//     one stalled) or cannot be renewed within HeartbeatTimeout, the poll's
+//     context is canceled with heartbeat.ErrClaimLost, ErrCanceled or
+//     heartbeat.ErrRenewTimeout as its cause.
+//  3. Commit. One transaction, fenced on the claim token: if the claim no
+//     longer matches, nothing is written. Otherwise the state is saved; the
+//     inbox becomes the messages the poll did not Pop followed by those that
+//     arrived during the poll (inbox_next); wake_at follows the action (at
+//     once if messages arrived during the poll); children are created,
+//     messages sent and OnCommit functions run; a finished task's parent
+//     gets its completion message.
+//  4. Failure. An error or panic (or effects the database refuses, such as a
+//     message to an ended task) commits nothing of the poll: failures goes
+//     up, last_error is recorded, and the task sleeps for a capped, jittered
+//     exponential backoff. With MaxFailures, the task ends as failed after
+//     that many consecutive failures and its parent is told.
+//
+// # Guarantees
+//
+//   - A task is polled by at most one executor at a time while its claim is
+//     valid, and only a poll that still holds its claim can commit.
+//   - Every message sent to a task is seen by exactly one committed poll, or
+//     is still in the task's inbox: none is lost when an executor crashes, a
+//     poll fails, a claim is stolen or PostgreSQL restarts. Messages from one
+//     sender arrive in the order sent.
+//   - Polls run at least once: a poll may run again for the same state and
+//     messages (after a crash, a failure, a lost claim), so work it does
+//     outside the commit must be idempotent. What it writes through OnCommit
+//     (and its state, spawns and sends) is committed exactly once.
+//   - When a task ends (done, failed after MaxFailures, or canceled) its
+//     parent, if still alive, receives exactly one completion message.
+//
+// # Stopping
+//
+// When Run's context ends, the executor stops claiming, lets in-flight polls
+// finish for up to ShutdownTimeout, then cancels them (cause ErrShutdown) and
+// releases their claims, so another executor can take the tasks at once
+// rather than after HeartbeatTimeout.
+//
+// # Testing pollers
+//
+// PollOnce claims what is ready now, polls it and commits, with no
+// background loops: a deterministic step for tests.
+package executor
