@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,7 +33,7 @@ func (e *Executor) settle(pctx context.Context, c *claimed, out outcome, opts ty
 	case out.err != nil:
 		e.fail(ctx, pctx, c, out.err, opts)
 	default:
-		err := e.retry(pctx, c, func() error { return e.commit(ctx, c, out) })
+		err := e.commit(ctx, pctx, c, out)
 		switch {
 		case err == nil:
 		case !retryable(err):
@@ -47,58 +49,60 @@ func (e *Executor) settle(pctx context.Context, c *claimed, out outcome, opts ty
 
 var errOnCommit = errors.New("OnCommit")
 
-// commit writes a successful poll's outcome in one transaction, fenced on
-// its claim.
-func (e *Executor) commit(ctx context.Context, c *claimed, out outcome) error {
-	n := len(out.spawns)
-	spawnIDs, spawnTypes := make([]tasks.ID, n), make([]string, n)
-	spawnStates, spawnMsgs := make([][]byte, n), make([][]byte, n)
-	for i, s := range out.spawns {
-		spawnIDs[i], spawnTypes[i] = s.ID, string(s.Type)
-		spawnStates[i], _ = s.State.([]byte)
-		spawnMsgs[i], _ = s.Message.([]byte)
-	}
-	sendTo, sendMsgs := make([]tasks.ID, len(out.sends)), make([][]byte, len(out.sends))
-	for i, s := range out.sends {
-		sendTo[i], sendMsgs[i] = s.to, s.body
-	}
-	var at *time.Time
-	if out.action.kind == actUntil {
-		at = &out.action.at
-	}
-	args := []any{c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, out.state, out.taken,
-		out.action.sqlName(), out.action.sleep, at, out.result,
-		spawnIDs, spawnTypes, spawnStates, spawnMsgs, sendTo, sendMsgs}
-	const q = `SELECT corotask.commit_poll($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
-
-	var ok bool
+// commit writes a successful poll's outcome, fenced on its claim: through
+// the batch committer when it runs and the poll has no OnCommit work (many
+// polls then share one transaction), else in a transaction of its own.
+func (e *Executor) commit(ctx, pctx context.Context, c *claimed, out outcome) error {
 	if len(out.onCommit) == 0 {
-		if err := e.pool.QueryRow(ctx, q, args...).Scan(&ok); err != nil {
-			return tasks.TranslateError(err)
-		}
-	} else {
-		err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-			if err := tx.QueryRow(ctx, q, args...).Scan(&ok); err != nil || !ok {
-				return err // !ok: nothing to commit; the rollback changes nothing
-			}
-			for _, fn := range out.onCommit {
-				if err := fn(ctx, tx); err != nil {
-					return fmt.Errorf("%w: %w", errOnCommit, err)
-				}
-			}
+		if err, queued := e.queueCommit(ctx, c, out); queued && err == nil {
 			return nil
-		})
-		if err != nil {
-			return tasks.TranslateError(err)
 		}
+		// Not queued, or the batch failed: commit on its own, where an
+		// error concerns this poll alone.
 	}
+	return e.retry(pctx, c, func() error { return e.commitTx(ctx, c, out) })
+}
+
+// commitTx commits one poll in its own transaction, with its OnCommit work.
+func (e *Executor) commitTx(ctx context.Context, c *claimed, out outcome) error {
+	args, err := commitArgs([]*pendingCommit{{c: c, out: out}})
+	if err != nil {
+		return err
+	}
+	var ok bool
+	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		var id tasks.ID
+		err := tx.QueryRow(ctx, commitSQL, args...).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // the claim was lost: nothing to commit
+		}
+		if err != nil {
+			return err
+		}
+		ok = true
+		for _, fn := range out.onCommit {
+			if err := fn(ctx, tx); err != nil {
+				return fmt.Errorf("%w: %w", errOnCommit, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return tasks.TranslateError(err)
+	}
+	e.logCommitted(c, out, ok)
+	return nil
+}
+
+func (e *Executor) logCommitted(c *claimed, out outcome, ok bool) {
 	if !ok {
 		e.log.Warn("corotask: commit refused: the claim was lost (task canceled or taken by another executor)", "task", c.id, "type", c.typ)
-		return nil
+		return
 	}
-	e.log.Debug("corotask: poll committed", "task", c.id, "type", c.typ, "action", out.action.String(),
-		"spawned", n, "sent", len(out.sends))
-	return nil
+	if e.log.Enabled(context.Background(), slog.LevelDebug) {
+		e.log.Debug("corotask: poll committed", "task", c.id, "type", c.typ, "action", out.action.String(),
+			"spawned", len(out.spawns), "sent", len(out.sends))
+	}
 }
 
 // fail records a failed poll: failures+1, last_error, backoff; or the end of
@@ -178,8 +182,14 @@ func (e *Executor) retry(pctx context.Context, c *claimed, write func() error) e
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		// Serialization failures and deadlocks are worth another try.
-		return pgErr.Code == "40001" || pgErr.Code == "40P01"
+		// Serialization failures and deadlocks are worth another try; so are
+		// a connection the server closed or refused (class 08, 53300), being
+		// terminated or a server shutting down or starting up (57P01-57P03).
+		switch pgErr.Code {
+		case "40001", "40P01", "53300", "57P01", "57P02", "57P03":
+			return true
+		}
+		return strings.HasPrefix(pgErr.Code, "08")
 	}
 	return !errors.Is(err, errOnCommit) && !errors.Is(err, tasks.ErrEnded) && !errors.Is(err, tasks.ErrNotFound) &&
 		!errors.Is(err, tasks.ErrTooLarge) && !errors.Is(err, tasks.ErrExists) && !errors.Is(err, context.DeadlineExceeded)

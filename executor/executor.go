@@ -36,6 +36,10 @@ type Executor struct {
 	// misses no notification.
 	listening  chan struct{}
 	listenOnce sync.Once
+	// commitQ feeds the batch committers; committing is canceled when they
+	// stop, so that polls then commit on their own.
+	commitQ    chan *pendingCommit
+	committing context.Context
 
 	mu       sync.Mutex
 	handlers map[tasks.Type]handler
@@ -55,6 +59,8 @@ type flight struct {
 // LISTEN (unless disabled) and one for claims and commits; a pool about as
 // large as the number of polls that commit at once is best.
 func New(pool *pgxpool.Pool, cfg Config) *Executor {
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
 	cfg = cfg.withDefaults()
 	return &Executor{
 		pool: pool,
@@ -63,11 +69,13 @@ func New(pool *pgxpool.Pool, cfg Config) *Executor {
 		keeper: heartbeat.New(pool, heartbeat.Config{
 			Timeout: cfg.HeartbeatTimeout, Interval: cfg.HeartbeatInterval, Logger: cfg.Logger,
 		}),
-		wake:      make(chan struct{}, 1),
-		listening: make(chan struct{}),
-		handlers:  map[tasks.Type]handler{},
-		inflight:  map[tasks.ID]*flight{},
-		perType:   map[tasks.Type]int{},
+		wake:       make(chan struct{}, 1),
+		listening:  make(chan struct{}),
+		commitQ:    make(chan *pendingCommit),
+		committing: stopped,
+		handlers:   map[tasks.Type]handler{},
+		inflight:   map[tasks.ID]*flight{},
+		perType:    map[tasks.Type]int{},
 	}
 }
 
@@ -125,6 +133,13 @@ func (e *Executor) Run(ctx context.Context) error {
 		go func() { defer loops.Done(); f(bg) }()
 	}
 	goLoop(func(ctx context.Context) { _ = e.keeper.Run(ctx) })
+	committing, stopCommitting := context.WithCancel(bg)
+	e.mu.Lock()
+	e.committing = committing
+	e.mu.Unlock()
+	for range committers {
+		goLoop(func(context.Context) { e.commitLoop(committing) })
+	}
 	if !e.cfg.DisableListen {
 		goLoop(e.listen)
 	}
@@ -155,6 +170,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		}
 	}
 	stopPolls(nil)
+	stopCommitting()
 	stopBg()
 	loops.Wait()
 	e.mu.Lock()

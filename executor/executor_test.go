@@ -295,10 +295,13 @@ func TestCommitWithStaleClaimChangesNothing(t *testing.T) {
 	require.NoError(t, db.QueryRow(ctx, `UPDATE corotask.tasks SET heartbeat = now(), claim = gen_random_uuid() WHERE task_id = $1 RETURNING claim::text`, id).Scan(&first))
 	require.NoError(t, db.QueryRow(ctx, `UPDATE corotask.tasks SET heartbeat = now(), claim = gen_random_uuid() WHERE task_id = $1 RETURNING claim::text`, id).Scan(&second))
 	child := tasks.NewID()
-	var ok bool
-	require.NoError(t, db.QueryRow(ctx, `SELECT corotask.commit_poll($1, $2::uuid, '"A"', 1, 'done', NULL, NULL, '"A"',
-		ARRAY[$3::uuid], ARRAY['kid'], ARRAY[NULL::jsonb], ARRAY[NULL::jsonb], NULL, NULL)`, id, first, child).Scan(&ok))
-	require.False(t, ok)
+	rows, err := db.Query(ctx, `SELECT corotask.commit_polls(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['"A"'::jsonb], ARRAY[1], ARRAY['done'],
+		ARRAY[NULL::float8], ARRAY[NULL::timestamptz], ARRAY['"A"'::jsonb],
+		ARRAY[jsonb_build_object('spawn', jsonb_build_array(jsonb_build_object('id', $3::uuid, 'type', 'kid')))])`, id, first, child)
+	require.NoError(t, err)
+	require.False(t, rows.Next(), "nothing committed")
+	rows.Close()
+	require.NoError(t, rows.Err())
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
 	require.Equal(t, tasks.Running, task.Status)

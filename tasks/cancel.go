@@ -17,6 +17,9 @@ func Cancel(ctx context.Context, db DB, id ID) error {
 // CancelTree is Cancel, and also returns how many tasks it canceled (the task
 // and its live descendants).
 func CancelTree(ctx context.Context, db DB, id ID) (int, error) {
+	if id.IsZero() {
+		return 0, fmt.Errorf("cancel task: no task (zero id)")
+	}
 	var n int
 	if err := db.QueryRow(ctx, `SELECT corotask.cancel_task($1)`, id).Scan(&n); err != nil {
 		return 0, fmt.Errorf("cancel task %s: %w", id, TranslateError(err))

@@ -295,3 +295,56 @@ func TestStatuses(t *testing.T) {
 		require.Equal(t, id, list[0].ID)
 	}
 }
+
+// A cancel that races with the creation of children under several parents
+// waits for it, and cancels the new children too.
+func TestCancelWaitsForChildrenBeingCreated(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	p1, err := tasks.Create(ctx, db, tasks.Spec{Type: "parent"})
+	require.NoError(t, err)
+	p2, err := tasks.Create(ctx, db, tasks.Spec{Type: "parent"})
+	require.NoError(t, err)
+
+	tx, err := db.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op once committed
+	kids, err := tasks.CreateMany(ctx, tx, []tasks.Spec{{Type: "kid", Parent: p1}, {Type: "kid", Parent: p2}})
+	require.NoError(t, err)
+
+	canceled := make(chan error, 1)
+	go func() { canceled <- tasks.Cancel(ctx, db, p2) }()
+	waitForLockWait(t, db)
+	select {
+	case err := <-canceled:
+		t.Fatalf("cancel of the second parent did not wait for its child's creation: %v", err)
+	default:
+	}
+	require.NoError(t, tx.Commit(ctx))
+	require.NoError(t, <-canceled)
+	kid, err := tasks.Get(ctx, db, kids[1])
+	require.NoError(t, err)
+	require.Equal(t, tasks.Canceled, kid.Status)
+	kid, err = tasks.Get(ctx, db, kids[0])
+	require.NoError(t, err)
+	require.Equal(t, tasks.Ready, kid.Status)
+}
+
+// waitForLockWait waits until some session of this database waits on a lock.
+func waitForLockWait(t *testing.T, db tasks.DB) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, db.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
+		return n > 0
+	}, 30*time.Second, 5*time.Millisecond)
+}
+
+func TestZeroIDs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	require.ErrorContains(t, tasks.Cancel(ctx, db, tasks.ID{}), "zero id")
+}

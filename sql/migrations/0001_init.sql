@@ -111,7 +111,7 @@ BEGIN
     END IF;
     -- FOR SHARE waits for a concurrent cancel of the parent, so a child is never
     -- added under a parent that is being canceled.
-    SELECT t.task_id INTO bad FROM corotask.tasks t
+    PERFORM 1 FROM corotask.tasks t
     WHERE t.task_id IN (SELECT DISTINCT p FROM unnest(p_parents) AS p WHERE p IS NOT NULL)
     ORDER BY t.task_id
     FOR SHARE;
@@ -173,7 +173,7 @@ CREATE FUNCTION corotask.send_to_task(p_to uuid, p_from uuid, p_message jsonb) R
 LANGUAGE plpgsql SET search_path = '' AS $$
 BEGIN
     IF p_to IS NULL THEN
-        RAISE EXCEPTION 'corotask: send_to_task needs a task id' USING ERRCODE = 'CT404';
+        RAISE EXCEPTION 'corotask: send_to_task needs a task id' USING ERRCODE = '22004';
     END IF;
     IF NOT corotask.deliver(p_to, corotask.envelope(p_from, p_message)) THEN
         IF EXISTS (SELECT 1 FROM corotask.tasks WHERE task_id = p_to) THEN
@@ -209,6 +209,9 @@ DECLARE
     notified integer;
     total integer := 0;
 BEGIN
+    IF p_task IS NULL THEN
+        RAISE EXCEPTION 'corotask: cancel_task needs a task id' USING ERRCODE = '22004';
+    END IF;
     SELECT * INTO root FROM corotask.tasks WHERE task_id = p_task FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'corotask: task % not found', p_task
@@ -274,79 +277,84 @@ CREATE TRIGGER tasks_announce_update AFTER UPDATE ON corotask.tasks
 -- later write of the poll matches on that token, so a poll whose claim was
 -- lost (stolen after a stall, canceled, released) changes nothing.
 
--- commit_poll commits a successful poll: its state, the inbox swap (messages the
--- poll did not take, then those that arrived during it), its next wake_at, and
--- its effects (children, messages, completion to the parent when it is done),
--- all or nothing. p_action is 'yield', 'sleep' (p_sleep from now), 'until'
--- (p_at), 'suspend' or 'done' (with p_result). It returns false, changing
--- nothing, when the claim no longer matches.
-CREATE FUNCTION corotask.commit_poll(
-    p_task         uuid,
-    p_claim        uuid,
-    p_state        jsonb,
-    p_taken        integer,
-    p_action       text,
-    p_sleep        interval,
-    p_at           timestamptz,
-    p_result       jsonb,
-    p_spawn_ids    uuid[],
-    p_spawn_types  text[],
-    p_spawn_states jsonb[],
-    p_spawn_msgs   jsonb[],
-    p_send_to      uuid[],
-    p_send_msgs    jsonb[]
-) RETURNS boolean
+-- commit_polls commits successful polls, many in one statement (and so one
+-- transaction and one WAL flush): for each, its state, the inbox swap (messages
+-- the poll did not take, then those that arrived during it), its next wake_at,
+-- and its effects (children, messages, the completion message to the parent
+-- when it is done), all or nothing. p_actions[i] is 'yield', 'sleep'
+-- (p_sleeps[i] seconds from now), 'until' (p_ats[i]), 'suspend' or 'done'
+-- (with p_results[i]). p_effects[i] is NULL or
+-- {"spawn": [{"id", "type", "state", "msg"}...], "send": [{"to", "msg"}...]}.
+-- It returns the tasks whose claim still matched; the others are unchanged.
+CREATE FUNCTION corotask.commit_polls(
+    p_tasks   uuid[],
+    p_claims  uuid[],
+    p_states  jsonb[],
+    p_taken   integer[],
+    p_actions text[],
+    p_sleeps  float8[],
+    p_ats     timestamptz[],
+    p_results jsonb[],
+    p_effects jsonb[]
+) RETURNS SETOF uuid
 LANGUAGE plpgsql SET search_path = '' AS $$
 DECLARE
-    parent uuid;
-    wake timestamptz;
-    n integer := coalesce(cardinality(p_spawn_ids), 0);
+    r record;
 BEGIN
-    wake := CASE p_action
-        WHEN 'yield' THEN now()
-        WHEN 'sleep' THEN now() + p_sleep
-        WHEN 'until' THEN p_at
-        WHEN 'suspend' THEN NULL
-        WHEN 'done' THEN NULL
-    END;
-    IF p_action NOT IN ('yield', 'sleep', 'until', 'suspend', 'done') THEN
-        RAISE EXCEPTION 'corotask: unknown poll action %', p_action;
+    IF EXISTS (SELECT 1 FROM unnest(p_actions) AS a
+               WHERE a IS NULL OR a NOT IN ('yield', 'sleep', 'until', 'suspend', 'done')) THEN
+        RAISE EXCEPTION 'corotask: unknown poll action in %', p_actions;
     END IF;
-    UPDATE corotask.tasks SET
-        inner_state = p_state,
-        inbox = inbox[p_taken + 1:] || inbox_next,
-        inbox_next = '{}',
-        heartbeat = '0001-01-01 00:00:00+00',
-        claim = NULL,
-        failures = 0,
-        last_error = NULL,
-        -- Messages that arrived during the poll make the task ready at once.
-        wake_at = CASE
-            WHEN p_action = 'done' THEN NULL
-            WHEN cardinality(inbox_next) > 0 THEN LEAST(wake, now())
-            ELSE wake
-        END,
-        done_at = CASE WHEN p_action = 'done' THEN now() END,
-        outcome = CASE WHEN p_action = 'done' THEN 'done' END,
-        result = CASE WHEN p_action = 'done' THEN p_result END
-    WHERE task_id = p_task AND claim = p_claim
-    RETURNING parent_id INTO parent;
-    IF NOT FOUND THEN
-        RETURN false;
-    END IF;
-    IF n > 0 THEN
-        PERFORM corotask.create_tasks(p_spawn_ids, p_spawn_types, array_fill(p_task, ARRAY[n]),
-            p_spawn_states, p_spawn_msgs, array_fill(NULL::timestamptz, ARRAY[n]));
-    END IF;
-    IF coalesce(cardinality(p_send_to), 0) > 0 THEN
-        PERFORM corotask.send_to_task(u.recipient, p_task, u.msg)
-        FROM unnest(p_send_to, p_send_msgs) WITH ORDINALITY AS u(recipient, msg, i)
-        ORDER BY u.i;
-    END IF;
-    IF p_action = 'done' AND parent IS NOT NULL THEN
-        PERFORM corotask.deliver(parent, corotask.completion(p_task, 'done', p_result, NULL));
-    END IF;
-    RETURN true;
+    FOR r IN
+        WITH input AS (
+            SELECT * FROM unnest(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats, p_results, p_effects)
+                WITH ORDINALITY AS u(task_id, claim, state, taken, action, sleep, at, result, effects, i)
+        ), committed AS (
+            UPDATE corotask.tasks t SET
+                inner_state = u.state,
+                inbox = t.inbox[u.taken + 1:] || t.inbox_next,
+                inbox_next = '{}',
+                heartbeat = '0001-01-01 00:00:00+00',
+                claim = NULL,
+                failures = 0,
+                last_error = NULL,
+                -- Messages that arrived during the poll make the task ready at once.
+                wake_at = CASE
+                    WHEN u.action = 'done' THEN NULL
+                    WHEN cardinality(t.inbox_next) > 0 THEN now()
+                    WHEN u.action = 'yield' THEN now()
+                    WHEN u.action = 'sleep' THEN now() + make_interval(secs => u.sleep)
+                    WHEN u.action = 'until' THEN u.at
+                END,
+                done_at = CASE WHEN u.action = 'done' THEN now() END,
+                outcome = CASE WHEN u.action = 'done' THEN 'done' END,
+                result = CASE WHEN u.action = 'done' THEN u.result END
+            FROM input u
+            WHERE t.task_id = u.task_id AND t.claim = u.claim
+            RETURNING t.task_id, t.parent_id, u.action, u.result, u.effects, u.i
+        )
+        SELECT * FROM committed ORDER BY i
+    LOOP
+        RETURN NEXT r.task_id;
+        IF r.effects IS NOT NULL THEN
+            IF jsonb_array_length(coalesce(r.effects -> 'spawn', '[]')) > 0 THEN
+                PERFORM corotask.create_tasks(
+                    array_agg((e ->> 'id')::uuid ORDER BY n),
+                    array_agg(e ->> 'type' ORDER BY n),
+                    array_agg(r.task_id ORDER BY n),
+                    array_agg(CASE WHEN e ? 'state' THEN e -> 'state' END ORDER BY n),
+                    array_agg(CASE WHEN e ? 'msg' THEN e -> 'msg' END ORDER BY n),
+                    array_agg(NULL::timestamptz ORDER BY n))
+                FROM jsonb_array_elements(r.effects -> 'spawn') WITH ORDINALITY AS s(e, n);
+            END IF;
+            PERFORM corotask.send_to_task((e ->> 'to')::uuid, r.task_id, e -> 'msg')
+            FROM jsonb_array_elements(coalesce(r.effects -> 'send', '[]')) WITH ORDINALITY AS s(e, n)
+            ORDER BY n;
+        END IF;
+        IF r.action = 'done' AND r.parent_id IS NOT NULL THEN
+            PERFORM corotask.deliver(r.parent_id, corotask.completion(r.task_id, 'done', r.result, NULL));
+        END IF;
+    END LOOP;
 END
 $$;
 

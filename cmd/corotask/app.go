@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0 // success
+	exitError = 1 // the command failed: database unreachable, unknown or ended task, ...
+	exitUsage = 2 // the command line is wrong: unknown command, bad flag or argument
+)
+
+// commands is the dispatcher table, in the order `corotask help` lists them.
+// Adding a subcommand is one line here plus its own file.
+var commands = []*command{
+	migrateCmd,
+	createCmd,
+	sendCmd,
+	lsCmd,
+	showCmd,
+	treeCmd,
+	cancelCmd,
+	versionCmd,
+}
+
+// command is one subcommand.
+type command struct {
+	name    string // as typed: "send"
+	args    string // positional arguments in the synopsis, e.g. "TASK [JSON]"
+	summary string // one line for `corotask help`
+	help    string // what the command does, for `corotask NAME --help`
+	example string // one or more example command lines
+	// flags declares the command's own flags on fs (--database-url and --help
+	// are declared for every command) and returns the function that runs the
+	// command on the positional arguments, once the flags are parsed.
+	flags func(fs *flag.FlagSet) runFunc
+}
+
+// runFunc runs a command. An error made with usagef exits with exitUsage, any
+// other with exitError.
+type runFunc func(ctx context.Context, a *app, args []string) error
+
+// app is what a command runs with: its input and outputs, the environment and
+// the global flags.
+type app struct {
+	cmd    string // the command's name, for messages
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	// databaseURL is --database-url, empty when not given.
+	databaseURL string
+}
+
+// run is the whole CLI: it parses args (without the program name), runs the
+// command and returns the exit code. main calls it with the process's values;
+// tests call it in process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	a := &app{cmd: "corotask", stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+
+	// Global flags, before the command name.
+	gfs := newFlagSet("corotask")
+	gfs.StringVar(&a.databaseURL, "database-url", "", "")
+	showVersion := gfs.Bool("version", false, "")
+	if err := gfs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printMainHelp(stdout)
+			return exitOK
+		}
+		return a.fail(usagef("%v", err))
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, versionString())
+		return exitOK
+	}
+	rest := gfs.Args()
+	if len(rest) == 0 {
+		printMainHelp(stderr)
+		return exitUsage
+	}
+	name, rest := rest[0], rest[1:]
+	if name == "help" {
+		return a.helpCommand(rest)
+	}
+	cmd := lookup(name)
+	if cmd == nil {
+		return a.fail(usagef("unknown command %q (run 'corotask help' for the list)", name))
+	}
+	return a.execute(ctx, cmd, rest)
+}
+
+// helpCommand is `corotask help [COMMAND]`.
+func (a *app) helpCommand(args []string) int {
+	if len(args) == 0 {
+		printMainHelp(a.stdout)
+		return exitOK
+	}
+	a.cmd = "help"
+	if len(args) > 1 {
+		return a.fail(usagef("unexpected argument %q", args[1]))
+	}
+	cmd := lookup(args[0])
+	if cmd == nil {
+		return a.fail(usagef("unknown command %q (run 'corotask help' for the list)", args[0]))
+	}
+	fs, _ := a.flagSet(cmd)
+	printCommandHelp(a.stdout, cmd, fs)
+	return exitOK
+}
+
+// lookup returns the command called name, or nil.
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// newFlagSet returns a FlagSet that reports errors through its return values
+// only: the caller prints them.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// databaseURLUsage documents --database-url for every command.
+const databaseURLUsage = "the PostgreSQL `URL` (default: $DATABASE_URL, else local; see 'corotask help')"
+
+// flagSet returns cmd's flags, with the flags every command has, and the
+// function that runs cmd.
+func (a *app) flagSet(cmd *command) (*flag.FlagSet, runFunc) {
+	fs := newFlagSet(cmd.name)
+	fs.StringVar(&a.databaseURL, "database-url", a.databaseURL, databaseURLUsage)
+	return fs, cmd.flags(fs)
+}
+
+// execute parses cmd's flags and arguments and runs it.
+func (a *app) execute(ctx context.Context, cmd *command, args []string) int {
+	a.cmd = cmd.name
+	fs, runCmd := a.flagSet(cmd)
+	positional, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		printCommandHelp(a.stdout, cmd, fs)
+		return exitOK
+	}
+	if err != nil {
+		return a.fail(usagef("%v", err))
+	}
+	return a.fail(runCmd(ctx, a, positional))
+}
+
+// parseArgs parses args with fs, allowing flags before, between and after the
+// positional arguments (the flag package alone stops at the first positional
+// one), and returns the positional arguments. Everything after "--" is
+// positional; so is "-" (standard input).
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var flags, positional []string
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		if len(arg) < 2 || arg[0] != '-' {
+			positional = append(positional, arg)
+			continue
+		}
+		flags = append(flags, arg)
+		name := strings.TrimLeft(arg, "-")
+		if strings.Contains(name, "=") {
+			continue // --name=value
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue // fs.Parse reports it (or -h/--help)
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) { // the flag's value, whatever it looks like
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	if err := fs.Parse(flags); err != nil {
+		return nil, err
+	}
+	return positional, nil
+}
+
+// usageError is an error in the command line: it exits with exitUsage.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usagef returns a usage error.
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// fail prints err, if any, as "corotask CMD: message" and returns the exit
+// code for it.
+func (a *app) fail(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	prefix := "corotask: "
+	if a.cmd != "corotask" {
+		prefix = "corotask " + a.cmd + ": "
+	}
+	fmt.Fprintf(a.stderr, "%s%v\n", prefix, explain(err))
+	var ue *usageError
+	if errors.As(err, &ue) {
+		if a.cmd != "corotask" && a.cmd != "help" {
+			fmt.Fprintf(a.stderr, "Run 'corotask %s --help' for usage.\n", a.cmd)
+		}
+		return exitUsage
+	}
+	return exitError
+}
+
+// wantArgs checks the number of positional arguments; names are the
+// arguments' names, the optional ones in brackets, e.g. "TASK", "[JSON]".
+func wantArgs(args []string, names ...string) error {
+	required := 0
+	for _, n := range names {
+		if !strings.HasPrefix(n, "[") {
+			required++
+		}
+	}
+	if len(args) < required {
+		return usagef("missing %s argument", names[len(args)])
+	}
+	if len(args) > len(names) {
+		return usagef("unexpected argument %q", args[len(names)])
+	}
+	return nil
+}
+
+// printMainHelp prints `corotask help`.
+func printMainHelp(w io.Writer) {
+	fmt.Fprint(w, `corotask: durable coroutine-style tasks on PostgreSQL.
+
+Usage: corotask [--database-url URL] COMMAND [flags] [arguments]
+
+Commands:
+`)
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	for _, c := range commands {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+	}
+	tw.Flush()
+	fmt.Fprint(w, `
+The database is --database-url, else $DATABASE_URL, else a server on
+127.0.0.1:5432 (user postgres), else a private cluster started from this
+machine's PostgreSQL binaries.
+
+Tasks are named by ID: a ULID (26 characters) or a UUID.
+Exit status: 0 on success, 1 on an error, 2 on a usage error.
+Run 'corotask COMMAND --help' for a command's flags and an example.
+`)
+}
+
+// printCommandHelp prints `corotask NAME --help`.
+func printCommandHelp(w io.Writer, cmd *command, fs *flag.FlagSet) {
+	synopsis := "corotask " + cmd.name + " [flags]"
+	if cmd.args != "" {
+		synopsis += " " + cmd.args
+	}
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n\nFlags:\n", synopsis, strings.TrimSpace(cmd.help))
+	// The command's own flags by name, then the common ones.
+	var own []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name != "database-url" {
+			own = append(own, f)
+		}
+	})
+	sort.Slice(own, func(i, j int) bool { return own[i].Name < own[j].Name })
+	own = append(own, fs.Lookup("database-url"))
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	for _, f := range own {
+		value, usage := flag.UnquoteUsage(f)
+		if value != "" {
+			value = " " + value
+		}
+		fmt.Fprintf(tw, "  --%s%s\t%s\n", f.Name, value, usage)
+	}
+	fmt.Fprintf(tw, "  --help\tprint this help\n")
+	tw.Flush()
+	fmt.Fprintf(w, "\nExample:\n")
+	for _, line := range strings.Split(strings.TrimSpace(cmd.example), "\n") {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+}

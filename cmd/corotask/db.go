@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/corotask/corotask/internal/database"
+	"github.com/corotask/corotask/tasks"
+)
+
+// connectTimeout bounds how long connecting may take when the URL does not
+// set connect_timeout.
+const connectTimeout = 10 * time.Second
+
+// resolveURL returns the database to use: --database-url, else
+// $DATABASE_URL (through a.getenv), else the default resolution of
+// internal/database (127.0.0.1:5432, else a private cluster).
+func (a *app) resolveURL(ctx context.Context) (string, error) {
+	explicit := a.databaseURL
+	if explicit == "" {
+		explicit = a.getenv("DATABASE_URL")
+	}
+	u, err := database.URL(ctx, explicit)
+	if err != nil {
+		return "", fmt.Errorf("find a database: %w", err)
+	}
+	return u, nil
+}
+
+// connect opens one connection to the database; the caller closes it with
+// closeConn.
+func (a *app) connect(ctx context.Context) (*pgx.Conn, error) {
+	u, err := a.resolveURL(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgx.ParseConfig(u)
+	if err != nil {
+		return nil, invalidURL(u, err)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = connectTimeout
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot connect to database %s: %w", database.Redact(u), err)
+	}
+	return conn, nil
+}
+
+// openPool opens a pool on the database, for commands that need more than
+// one connection; the caller closes it.
+func (a *app) openPool(ctx context.Context) (*pgxpool.Pool, error) {
+	u, err := a.resolveURL(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(u)
+	if err != nil {
+		return nil, invalidURL(u, err)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = connectTimeout
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot connect to database %s: %w", database.Redact(u), err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("cannot connect to database %s: %w", database.Redact(u), err)
+	}
+	return pool, nil
+}
+
+// invalidURL is the usage error for a connection string that does not parse.
+// pgx's message repeats the string with its password redacted; only the
+// reason after it is kept.
+func invalidURL(u string, err error) error {
+	reason := err.Error()
+	if _, after, ok := strings.Cut(reason, "`: "); ok {
+		reason = after
+	}
+	return usagef("invalid database URL %s: %s", database.Redact(u), reason)
+}
+
+// closeConn closes conn, even when ctx is already canceled.
+func closeConn(ctx context.Context, conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = conn.Close(ctx)
+}
+
+// withConn connects, runs fn and closes the connection.
+func (a *app) withConn(ctx context.Context, fn func(conn *pgx.Conn) error) error {
+	conn, err := a.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeConn(ctx, conn)
+	return fn(conn)
+}
+
+// readSnapshot connects and runs fn in a read-only repeatable-read
+// transaction, so that everything fn reads (and now, the transaction's time,
+// which the derived statuses are computed against) is one consistent view.
+func (a *app) readSnapshot(ctx context.Context, fn func(tx pgx.Tx, now time.Time) error) error {
+	return a.withConn(ctx, func(conn *pgx.Conn) error {
+		return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+			var now time.Time
+			if err := tx.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+				return err
+			}
+			return fn(tx, now)
+		})
+	})
+}
+
+// explain adds a hint to errors whose cause is a missing schema.
+func explain(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "3F000", "42P01", "42883": // invalid_schema_name, undefined_table, undefined_function
+			if strings.Contains(pgErr.Message, "corotask") {
+				return fmt.Errorf("%w (is the schema installed? run 'corotask migrate')", err)
+			}
+		}
+	}
+	return err
+}
+
+// taskError returns, for an error of the tasks or inbox packages that wraps
+// one of tasks' sentinel errors, the part that names the condition and the
+// task ("task has ended: 01J..."), without the operation around it, which the
+// command's name already says. Other errors are returned as they are.
+func taskError(err error) error {
+	sentinels := []error{tasks.ErrNotFound, tasks.ErrEnded, tasks.ErrExists, tasks.ErrTooLarge}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		inner := errors.Unwrap(e)
+		for _, s := range sentinels {
+			if e == s || inner == s {
+				return e
+			}
+		}
+	}
+	return err
+}

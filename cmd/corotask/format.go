@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/tasks"
+)
+
+// taskJSON is a task as `ls --json` and `show --json` print it. The field
+// names are part of the CLI's interface: keep them stable. Absent values
+// (the parent of a root task, the heartbeat of a task no executor holds, ...)
+// are null.
+type taskJSON struct {
+	ID           tasks.ID        `json:"id"`
+	Type         tasks.Type      `json:"type"`
+	Status       tasks.Status    `json:"status"`
+	Parent       tasks.ID        `json:"parent"` // the zero ID encodes as null
+	WakeAt       *time.Time      `json:"wake_at"`
+	Heartbeat    *time.Time      `json:"heartbeat"`
+	InboxLen     int             `json:"inbox_len"`
+	InboxNextLen int             `json:"inbox_next_len"`
+	Failures     int             `json:"failures"`
+	LastError    *string         `json:"last_error"`
+	CreatedAt    time.Time       `json:"created_at"`
+	DoneAt       *time.Time      `json:"done_at"`
+	State        json.RawMessage `json:"state"`
+	Result       json.RawMessage `json:"result"`
+}
+
+func toJSON(t *tasks.Task) taskJSON {
+	j := taskJSON{
+		ID: t.ID, Type: t.Type, Status: t.Status, Parent: t.Parent,
+		WakeAt: t.WakeAt, InboxLen: t.InboxLen, InboxNextLen: t.InboxNextLen,
+		Failures: t.Failures, CreatedAt: t.CreatedAt, DoneAt: t.DoneAt,
+		State: t.State, Result: t.Result,
+	}
+	if !t.Heartbeat.IsZero() {
+		hb := t.Heartbeat
+		j.Heartbeat = &hb
+	}
+	if t.LastError != "" {
+		e := t.LastError
+		j.LastError = &e
+	}
+	return j
+}
+
+// messageJSON is an inbox message as `show --json` prints it.
+type messageJSON struct {
+	From tasks.ID        `json:"from"` // null: from outside any task
+	Body json.RawMessage `json:"body"`
+	Done bool            `json:"done"` // a child's completion message
+	Err  *string         `json:"err"`  // how the child failed, or "canceled"
+}
+
+// decodeMessage decodes a stored message envelope; a stored value that is
+// not an envelope is shown whole, as the body.
+func decodeMessage(raw json.RawMessage) messageJSON {
+	var env inbox.Envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return messageJSON{Body: raw}
+	}
+	m := messageJSON{From: env.From, Body: env.Body, Done: env.Done}
+	if m.Body == nil {
+		m.Body = json.RawMessage("null")
+	}
+	if env.Err != "" {
+		e := env.Err
+		m.Err = &e
+	}
+	return m
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// relative describes t relative to now for people: "in 5s", "3m10s ago",
+// "now", or "-" for the zero time or nil.
+func relative(t *time.Time, now time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	d := t.Sub(now)
+	switch {
+	case d >= time.Second:
+		return "in " + shortDuration(d)
+	case d <= -time.Second:
+		return shortDuration(-d) + " ago"
+	default:
+		return "now"
+	}
+}
+
+// shortDuration prints d (positive) with at most two units: "5s", "3m10s",
+// "2h5m", "3d4h".
+func shortDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", d/time.Second)
+	case d < time.Hour:
+		return twoUnits(d, time.Minute, "m", time.Second, "s")
+	case d < day:
+		return twoUnits(d, time.Hour, "h", time.Minute, "m")
+	default:
+		return twoUnits(d, day, "d", time.Hour, "h")
+	}
+}
+
+func twoUnits(d, big time.Duration, bigName string, small time.Duration, smallName string) string {
+	n, rest := d/big, (d%big)/small
+	if rest == 0 {
+		return fmt.Sprintf("%d%s", n, bigName)
+	}
+	return fmt.Sprintf("%d%s%d%s", n, bigName, rest, smallName)
+}
+
+// timestamp prints t in RFC 3339 (UTC, to the second) with its relative
+// description, or "-".
+func timestamp(t *time.Time, now time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339) + " (" + relative(t, now) + ")"
+}
+
+// idOrDash prints id, or "-" for the zero ID.
+func idOrDash(id tasks.ID) string {
+	if id.IsZero() {
+		return "-"
+	}
+	return id.String()
+}
+
+// prettyJSON indents a JSON value for people, or returns "-" for none. The
+// lines after the first are indented by prefix.
+func prettyJSON(raw json.RawMessage, prefix string) string {
+	if len(raw) == 0 {
+		return "-"
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, prefix, "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// compactJSON prints a JSON value on one line.
+func compactJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "null"
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// oneLine replaces line breaks, so that a value stays in its table cell.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(s)
+}
+
+// plural returns "1 task", "3 tasks".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

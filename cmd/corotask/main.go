@@ -1,0 +1,23 @@
+// Command corotask is how operators and scripts talk to corotask tasks:
+// it applies the schema, creates tasks, sends them messages, lists, shows and
+// cancels them. Run `corotask help` for the commands, and
+// `corotask COMMAND --help` for each command's flags and an example.
+//
+// Install it with
+//
+//	go install github.com/corotask/corotask/cmd/corotask@latest
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/tasks"
+)
+
+func TestSend(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	to := c.create("--type", "t", "--in", "1h")
+	from := c.create("--type", "sender")
+
+	require.Equal(t, "sent message to "+to.String()+"\n", c.ok("send", to.String(), `{"n": 1}`))
+	// From standard input, with "-" or no argument; flags anywhere; the
+	// recipient given as a UUID.
+	r := c.runIn(`{"n": 2}`, "send", to.UUID(), "-", "--from", from.String())
+	require.Equal(t, exitOK, r.code, "%s", r)
+	require.Equal(t, "sent message to "+to.String()+" from "+from.String()+"\n", r.stdout)
+	r = c.runIn("\"three\"\n", "send", "--from", from.String(), to.String())
+	require.Equal(t, exitOK, r.code, "%s", r)
+
+	s := c.show(to)
+	require.Equal(t, tasks.Ready, s.Status, "a message wakes a sleeping task")
+	require.Len(t, s.Inbox, 3)
+	require.True(t, s.Inbox[0].From.IsZero())
+	require.JSONEq(t, `{"n": 1}`, string(s.Inbox[0].Body))
+	require.Equal(t, from, s.Inbox[1].From)
+	require.JSONEq(t, `{"n": 2}`, string(s.Inbox[1].Body))
+	require.JSONEq(t, `"three"`, string(s.Inbox[2].Body))
+	require.False(t, s.Inbox[2].Done)
+	require.Nil(t, s.Inbox[2].Err)
+
+	// A negative number needs "--" so that it is not read as a flag.
+	c.ok("send", to.String(), "--from", from.String(), "--", "-4")
+	require.JSONEq(t, `-4`, string(c.show(to).Inbox[3].Body))
+}
+
+func TestSendErrors(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	to := c.create("--type", "t")
+	ended := c.create("--type", "t")
+	c.ok("cancel", ended.String())
+
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"", []string{to.String(), `{"a": }`}, "invalid JSON message at line 1, column 7: invalid character '}' looking for beginning of value"},
+		{"{\n  \"a\": 1\n  \"b\": 2\n}", []string{to.String()}, "invalid JSON message at line 3, column 3: invalid character '\"' after object key:value pair"},
+		{"[1, 2", []string{to.String(), "-"}, "invalid JSON message at line 1, column 6: unexpected end of JSON input"},
+		{"", []string{to.String()}, "invalid JSON message: empty"},
+		{" \n", []string{to.String(), "-"}, "invalid JSON message: empty"},
+		{"", []string{to.String(), "héllo"}, "invalid JSON message at line 1, column 1: invalid character 'h'"},
+		{"", []string{to.String(), `"é" x`}, "invalid JSON message at line 1, column 5: invalid character 'x' after top-level value"},
+	} {
+		r := c.runIn(tc.stdin, append([]string{"send"}, tc.args...)...)
+		requireUsage(t, r, "send", tc.want)
+	}
+	require.Zero(t, c.show(to).InboxLen, "nothing was sent")
+
+	unknown := tasks.NewID()
+	requireError(t, c.run("send", unknown.String(), "1"), "send", "task not found: "+unknown.String())
+	requireError(t, c.run("send", ended.String(), "1"), "send", "task has ended: "+ended.String())
+	requireError(t, c.run("send", to.String(), "1", "--from", unknown.String()), "send", "--from task not found: "+unknown.String())
+	big := `"` + strings.Repeat("x", tasks.MaxMessageBytes+10) + `"`
+	requireError(t, c.run("send", to.String(), big), "send", "message too large")
+	require.Zero(t, c.show(to).InboxLen, "nothing was sent")
+}

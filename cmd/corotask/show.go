@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/corotask/corotask/tasks"
+)
+
+// showJSON is a task as `show --json` prints it: the fields of `ls --json`,
+// its pending messages and how many children it has in each status.
+type showJSON struct {
+	taskJSON
+	Inbox     []messageJSON  `json:"inbox"`
+	InboxNext []messageJSON  `json:"inbox_next"`
+	Children  map[string]int `json:"children"`
+}
+
+var showCmd = &command{
+	name:    "show",
+	args:    "TASK",
+	summary: "show everything about one task",
+	help: `Show everything about task TASK: its type, status and parent, its state as
+indented JSON, the messages in its inbox and inbox_next, the age of its
+heartbeat, its failures and last error, its result, and how many children it
+has in each status. With --json, print one JSON object (see docs/cli.md).`,
+	example: `corotask show 01JD7X3M5Q8R9S2T4V6W8Y0Z1A
+corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
+	flags: func(fs *flag.FlagSet) runFunc {
+		asJSON := fs.Bool("json", false, "print JSON")
+		return func(ctx context.Context, a *app, args []string) error {
+			if err := wantArgs(args, "TASK"); err != nil {
+				return err
+			}
+			id, err := parseID("TASK", args[0])
+			if err != nil {
+				return err
+			}
+			var (
+				t        *tasks.Task
+				children map[tasks.Status]int
+				now      time.Time
+			)
+			err = a.readSnapshot(ctx, func(tx pgx.Tx, txNow time.Time) error {
+				now = txNow
+				if t, err = tasks.Get(ctx, tx, id); err != nil {
+					return err
+				}
+				children, err = countChildren(ctx, tx, id)
+				return err
+			})
+			if err != nil {
+				return taskError(err)
+			}
+			if *asJSON {
+				out := showJSON{
+					taskJSON:  toJSON(t),
+					Inbox:     decodeMessages(t.Inbox),
+					InboxNext: decodeMessages(t.InboxNext),
+					Children:  make(map[string]int, len(tasks.Statuses)),
+				}
+				for _, s := range tasks.Statuses {
+					out.Children[string(s)] = children[s]
+				}
+				return writeJSON(a.stdout, out)
+			}
+			return printTask(a.stdout, t, children, now)
+		}
+	},
+}
+
+// countChildren returns how many children the task has in each status.
+func countChildren(ctx context.Context, db tasks.DB, id tasks.ID) (map[tasks.Status]int, error) {
+	rows, err := db.Query(ctx, `SELECT corotask.status(t), count(*) FROM corotask.tasks t
+		WHERE t.parent_id = $1 GROUP BY 1`, id)
+	if err != nil {
+		return nil, fmt.Errorf("count children: %w", err)
+	}
+	counts := make(map[tasks.Status]int)
+	var status string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&status, &n}, func() error {
+		counts[tasks.Status(status)] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count children: %w", err)
+	}
+	return counts, nil
+}
+
+func decodeMessages(raw []json.RawMessage) []messageJSON {
+	out := make([]messageJSON, 0, len(raw))
+	for _, m := range raw {
+		out = append(out, decodeMessage(m))
+	}
+	return out
+}
+
+// printTask prints a task for people.
+func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("id", t.ID.String())
+	row("type", oneLine(string(t.Type)))
+	row("status", string(t.Status))
+	row("parent", idOrDash(t.Parent))
+	row("created", timestamp(&t.CreatedAt, now))
+	row("wake_at", timestamp(t.WakeAt, now))
+	row("heartbeat", timestamp(&t.Heartbeat, now))
+	row("done_at", timestamp(t.DoneAt, now))
+	row("failures", fmt.Sprint(t.Failures))
+	lastError := "-"
+	if t.LastError != "" {
+		lastError = oneLine(t.LastError)
+	}
+	row("last_error", lastError)
+	var counts []string
+	for _, s := range tasks.Statuses {
+		if n := children[s]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	if len(counts) == 0 {
+		counts = []string{"none"}
+	}
+	row("children", strings.Join(counts, ", "))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "state:\n  %s\n", prettyJSON(t.State, "  "))
+	fmt.Fprintf(w, "result:\n  %s\n", prettyJSON(t.Result, "  "))
+	printMessages(w, "inbox", t.Inbox)
+	printMessages(w, "inbox_next", t.InboxNext)
+	return nil
+}
+
+// printMessages prints a list of stored messages, one per line: their
+// position, sender and body.
+func printMessages(w io.Writer, name string, raw []json.RawMessage) {
+	fmt.Fprintf(w, "%s: %s\n", name, plural(len(raw), "message"))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for i, r := range raw {
+		m := decodeMessage(r)
+		from := "from " + idOrDash(m.From)
+		if m.From.IsZero() {
+			from = "from outside"
+		}
+		var flags string
+		if m.Done {
+			flags = "done"
+			if m.Err != nil {
+				flags += " (" + oneLine(*m.Err) + ")"
+			}
+		}
+		fmt.Fprintf(tw, "  %d.\t%s\t%s\t%s\n", i+1, from, flags, compactJSON(m.Body))
+	}
+	tw.Flush()
+}

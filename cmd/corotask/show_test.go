@@ -1,0 +1,86 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/tasks"
+)
+
+func TestShow(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	root := c.create("--type", "root", "--state", `{"order": 42, "items": ["a"]}`)
+	child := c.create("--type", "child", "--parent", root.String(), "--message", `{"go": true}`)
+	c.create("--type", "child", "--parent", root.String())
+	c.create("--type", "child", "--parent", root.String(), "--in", "1h")
+	c.ok("send", root.String(), `{"hello": "world"}`, "--from", child.String())
+	c.ok("cancel", child.String())
+	// Running, with a message that arrived during the poll; failed twice.
+	c.exec(`UPDATE corotask.tasks SET heartbeat = now() - interval '3 seconds', claim = gen_random_uuid(),
+		failures = 2, last_error = 'boom' WHERE task_id = $1`, root)
+	c.ok("send", root.String(), `"late"`)
+
+	out := c.ok("show", root.String())
+	for _, re := range []string{
+		`(?m)^id +` + root.String() + `$`,
+		`(?m)^type +root$`,
+		`(?m)^status +running$`,
+		`(?m)^parent +-$`,
+		`(?m)^created +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \((now|[\dms]+ ago)\)$`,
+		`(?m)^heartbeat +\S+ \(\d+s ago\)$`,
+		`(?m)^done_at +-$`,
+		`(?m)^failures +2$`,
+		`(?m)^last_error +boom$`,
+		`(?m)^children +1 ready, 1 sleeping, 1 canceled$`,
+		// As jsonb stores it: keys by length, then bytes.
+		`(?m)^state:\n  \{\n    "items": \[\n      "a"\n    \],\n    "order": 42\n  \}\n`,
+		`(?m)^result:\n  -$`,
+		`(?m)^inbox: 2 messages\n  1\. +from ` + child.String() + ` +\{"hello":"world"\}\n  2\. +from ` + child.String() + ` +done \(canceled\) +null\n`,
+		`(?m)^inbox_next: 1 message\n  1\. +from outside +"late"\n`,
+	} {
+		require.Regexp(t, re, out)
+	}
+
+	s := c.show(root)
+	require.Equal(t, root, s.ID)
+	require.Equal(t, tasks.Running, s.Status)
+	require.NotNil(t, s.Heartbeat)
+	require.Equal(t, 2, s.InboxLen)
+	require.Equal(t, 1, s.InboxNextLen)
+	require.Len(t, s.Inbox, 2)
+	require.Len(t, s.InboxNext, 1)
+	require.True(t, s.InboxNext[0].From.IsZero())
+	require.JSONEq(t, `"late"`, string(s.InboxNext[0].Body))
+	require.Equal(t, map[string]int{"ready": 1, "sleeping": 1, "suspended": 0, "running": 0,
+		"done": 0, "failed": 0, "canceled": 1}, s.Children)
+	require.Equal(t, "boom", *s.LastError)
+
+	// An ended task, with its result, shown by its UUID.
+	c.exec(`UPDATE corotask.tasks SET done_at = now(), outcome = 'done', wake_at = NULL, result = '{"total": 7}',
+		heartbeat = '0001-01-01 00:00:00+00', claim = NULL WHERE task_id = $1`, root)
+	out = c.ok("show", root.UUID())
+	require.Regexp(t, `(?m)^status +done$`, out)
+	require.Regexp(t, `(?m)^wake_at +-$`, out)
+	require.Regexp(t, `(?m)^heartbeat +-$`, out)
+	require.Regexp(t, `(?m)^done_at +\S+ \((now|[\dms]+ ago)\)$`, out)
+	require.Contains(t, out, "result:\n  {\n    \"total\": 7\n  }\n")
+	s = c.show(root)
+	require.JSONEq(t, `{"total": 7}`, string(s.Result))
+	require.NotNil(t, s.DoneAt)
+
+	// A leaf: no children, no messages.
+	out = c.ok("show", c.create("--type", "leaf").String())
+	require.Regexp(t, `(?m)^children +none$`, out)
+	require.True(t, strings.HasSuffix(out, "state:\n  -\nresult:\n  -\ninbox: 0 messages\ninbox_next: 0 messages\n"), out)
+}
+
+func TestShowErrors(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	unknown := tasks.NewID()
+	requireError(t, c.run("show", unknown.String()), "show", "task not found: "+unknown.String())
+	requireError(t, c.run("show", unknown.String(), "--json"), "show", "task not found: "+unknown.String())
+}

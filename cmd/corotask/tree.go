@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/corotask/corotask/tasks"
+)
+
+// defaultTreeMax is how many tasks tree prints by default.
+const defaultTreeMax = 10000
+
+var treeCmd = &command{
+	name:    "tree",
+	args:    "TASK",
+	summary: "show a task and its descendants as a tree",
+	help: `Show task TASK and its descendants as a tree, one task per line: ID, type and
+status, children in the order they were created. At most --max tasks are
+shown, the levels nearest TASK first; a note says when the tree was cut.`,
+	example: `corotask tree 01JD7X3M5Q8R9S2T4V6W8Y0Z1A`,
+	flags: func(fs *flag.FlagSet) runFunc {
+		maxNodes := fs.String("max", strconv.Itoa(defaultTreeMax), fmt.Sprintf("show at most `N` tasks (default %d)", defaultTreeMax))
+		return func(ctx context.Context, a *app, args []string) error {
+			if err := wantArgs(args, "TASK"); err != nil {
+				return err
+			}
+			id, err := parseID("TASK", args[0])
+			if err != nil {
+				return err
+			}
+			limit, err := parseCount("--max", *maxNodes, false)
+			if err != nil {
+				return err
+			}
+			var nodes []treeNode
+			err = a.readSnapshot(ctx, func(tx pgx.Tx, _ time.Time) error {
+				nodes, err = loadTree(ctx, tx, id, limit+1)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if len(nodes) == 0 {
+				return fmt.Errorf("%w: %s", tasks.ErrNotFound, id)
+			}
+			truncated := len(nodes) > limit
+			if truncated {
+				nodes = nodes[:limit]
+			}
+			if err := printTree(a.stdout, nodes); err != nil {
+				return err
+			}
+			if truncated {
+				fmt.Fprintf(a.stdout, "(tree cut at %s: use --max to see more)\n", plural(limit, "task"))
+			}
+			return nil
+		}
+	},
+}
+
+// treeNode is one task of a tree.
+type treeNode struct {
+	ID, Parent tasks.ID
+	Type       string
+	Status     string
+}
+
+// loadTree returns the task root and its descendants, breadth first (all the
+// children of a level before any grandchild), at most limit of them; none
+// when root does not exist.
+func loadTree(ctx context.Context, db tasks.DB, root tasks.ID, limit int) ([]treeNode, error) {
+	// A recursive query is evaluated level by level, and only as far as the
+	// LIMIT needs.
+	rows, err := db.Query(ctx, `WITH RECURSIVE tree AS (
+			SELECT t.task_id, t.parent_id, t.task_type, corotask.status(t) AS status, 0 AS depth
+			FROM corotask.tasks t WHERE t.task_id = $1
+			UNION ALL
+			SELECT c.task_id, c.parent_id, c.task_type, corotask.status(c), tree.depth + 1
+			FROM tree JOIN corotask.tasks c ON c.parent_id = tree.task_id
+		)
+		SELECT task_id, parent_id, task_type, status FROM tree LIMIT $2`, root, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read tree: %w", err)
+	}
+	var n treeNode
+	var out []treeNode
+	_, err = pgx.ForEachRow(rows, []any{&n.ID, &n.Parent, &n.Type, &n.Status}, func() error {
+		out = append(out, n)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read tree: %w", err)
+	}
+	return out, nil
+}
+
+// printTree prints nodes (the root first) as a tree with box-drawing
+// characters, in aligned columns.
+func printTree(w io.Writer, nodes []treeNode) error {
+	children := make(map[tasks.ID][]treeNode)
+	for _, n := range nodes[1:] {
+		children[n.Parent] = append(children[n.Parent], n)
+	}
+	for _, c := range children {
+		sort.Slice(c, func(i, j int) bool { return string(c[i].ID[:]) < string(c[j].ID[:]) })
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	line := func(prefix string, n treeNode) {
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\n", prefix, n.ID, oneLine(n.Type), n.Status)
+	}
+	// Depth first, with an explicit stack: a tree may be deeper than is
+	// comfortable for recursion.
+	type item struct {
+		node          treeNode
+		indent, joint string
+	}
+	line("", nodes[0])
+	var stack []item
+	push := func(parent tasks.ID, indent string) {
+		c := children[parent]
+		for i := len(c) - 1; i >= 0; i-- {
+			joint := "├─ "
+			if i == len(c)-1 {
+				joint = "└─ "
+			}
+			stack = append(stack, item{c[i], indent, joint})
+		}
+	}
+	push(nodes[0].ID, "")
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		line(it.indent+it.joint, it.node)
+		next := it.indent + "│  "
+		if it.joint == "└─ " {
+			next = it.indent + "   "
+		}
+		push(it.node.ID, next)
+	}
+	return tw.Flush()
+}

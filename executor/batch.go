@@ -1,0 +1,170 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/corotask/corotask/tasks"
+)
+
+// maxBatch is the most polls one commit statement carries.
+const maxBatch = 500
+
+// committers is how many batches may be committing at once. While they
+// commit, the next polls to finish queue up and form the next batches: the
+// busier the executor, the larger its batches and the fewer its transactions.
+const committers = 3
+
+const commitSQL = `SELECT corotask.commit_polls($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+
+// pendingCommit is a poll outcome waiting for the batch committer.
+type pendingCommit struct {
+	c    *claimed
+	out  outcome
+	done chan error // nil: committed or refused by the fence; else the batch failed
+}
+
+// queueCommit hands a poll's outcome to the batch committers and waits for
+// the batch. queued is false when no committer runs (PollOnce, or Run
+// stopping).
+func (e *Executor) queueCommit(ctx context.Context, c *claimed, out outcome) (err error, queued bool) {
+	p := &pendingCommit{c: c, out: out, done: make(chan error, 1)}
+	select {
+	case e.commitQ <- p:
+	case <-e.committing.Done():
+		return nil, false
+	}
+	select {
+	case err := <-p.done:
+		return err, true
+	case <-ctx.Done():
+		return ctx.Err(), true
+	}
+}
+
+// commitLoop commits queued polls in batches until ctx ends.
+func (e *Executor) commitLoop(ctx context.Context) {
+	for {
+		var first *pendingCommit
+		select {
+		case <-ctx.Done():
+			return
+		case first = <-e.commitQ:
+		}
+		batch := []*pendingCommit{first}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case p := <-e.commitQ:
+				batch = append(batch, p)
+			default:
+				break fill
+			}
+		}
+		e.commitBatch(ctx, batch)
+	}
+}
+
+// commitBatch commits a batch in one statement and tells each poll how it went.
+func (e *Executor) commitBatch(ctx context.Context, batch []*pendingCommit) {
+	slices.SortFunc(batch, func(a, b *pendingCommit) int { return bytes.Compare(a.c.id[:], b.c.id[:]) })
+	err := e.runBatch(ctx, batch)
+	for _, p := range batch {
+		p.done <- err
+	}
+}
+
+func (e *Executor) runBatch(ctx context.Context, batch []*pendingCommit) error {
+	args, err := commitArgs(batch)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.HeartbeatTimeout)
+	defer cancel()
+	rows, err := e.pool.Query(ctx, commitSQL, args...)
+	if err != nil {
+		return fmt.Errorf("commit %d polls: %w", len(batch), tasks.TranslateError(err))
+	}
+	committed := make(map[tasks.ID]bool, len(batch))
+	for rows.Next() {
+		var id tasks.ID
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fmt.Errorf("commit %d polls: %w", len(batch), err)
+		}
+		committed[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("commit %d polls: %w", len(batch), tasks.TranslateError(err))
+	}
+	for _, p := range batch {
+		e.logCommitted(p.c, p.out, committed[p.c.id])
+	}
+	return nil
+}
+
+type spawnJSON struct {
+	ID    string          `json:"id"`
+	Type  tasks.Type      `json:"type"`
+	State json.RawMessage `json:"state,omitempty"`
+	Msg   json.RawMessage `json:"msg,omitempty"`
+}
+
+type sendJSON struct {
+	To  string          `json:"to"`
+	Msg json.RawMessage `json:"msg"`
+}
+
+type effectsJSON struct {
+	Spawn []spawnJSON `json:"spawn,omitempty"`
+	Send  []sendJSON  `json:"send,omitempty"`
+}
+
+// commitArgs builds the arguments of commitSQL for a batch of polls.
+func commitArgs(batch []*pendingCommit) ([]any, error) {
+	n := len(batch)
+	var (
+		ids     = make([]tasks.ID, n)
+		claims  = make([]pgtype.UUID, n)
+		states  = make([][]byte, n)
+		taken   = make([]int32, n)
+		actions = make([]string, n)
+		sleeps  = make([]float64, n)
+		ats     = make([]*time.Time, n)
+		results = make([][]byte, n)
+		effects = make([][]byte, n)
+	)
+	for i, p := range batch {
+		c, out := p.c, p.out
+		ids[i], claims[i] = c.id, pgtype.UUID{Bytes: c.claim, Valid: true}
+		states[i], taken[i], actions[i] = out.state, int32(out.taken), out.action.sqlName()
+		sleeps[i], results[i] = out.action.sleep.Seconds(), out.result
+		if out.action.kind == actUntil {
+			ats[i] = &batch[i].out.action.at
+		}
+		if len(out.spawns) == 0 && len(out.sends) == 0 {
+			continue
+		}
+		var eff effectsJSON
+		for _, s := range out.spawns {
+			st, _ := s.State.([]byte)
+			m, _ := s.Message.([]byte)
+			eff.Spawn = append(eff.Spawn, spawnJSON{ID: s.ID.UUID(), Type: s.Type, State: st, Msg: m})
+		}
+		for _, s := range out.sends {
+			eff.Send = append(eff.Send, sendJSON{To: s.to.UUID(), Msg: s.body})
+		}
+		b, err := json.Marshal(eff)
+		if err != nil {
+			return nil, fmt.Errorf("task %s: encode effects: %w", c.id, err)
+		}
+		effects[i] = b
+	}
+	return []any{ids, claims, states, taken, actions, sleeps, ats, results, effects}, nil
+}
