@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -17,6 +18,7 @@ type claimRequest struct {
 	capped []string // types with a cap and free slots ...
 	caps   []int32  // ... and how many each may take
 	all    []string // every type with a free slot (for stale claims)
+	stale  bool     // look for stale claims too
 }
 
 // request computes what the next claim may take from the free slots.
@@ -43,6 +45,12 @@ func (e *Executor) request() claimRequest {
 	if len(r.all) == 0 {
 		return claimRequest{}
 	}
+	// Stale claims are rare (a crashed or stalled executor) and looking for
+	// them scans the index of running tasks, so it is done once per
+	// PollInterval rather than at every claim.
+	if now := time.Now(); now.Sub(e.lastStaleCheck) >= e.cfg.PollInterval {
+		r.stale, e.lastStaleCheck = true, now
+	}
 	return r
 }
 
@@ -53,7 +61,20 @@ func (e *Executor) request() claimRequest {
 // a fresh claim token, and any inbox_next a dead poll left joins its inbox.
 // The last row (task_id NULL) carries the earliest future wake_at of those
 // types, so the executor knows when to look again.
-const claimSQL = `
+var claimSQL = map[bool]string{true: claimSQLTemplate, false: strings.Replace(claimSQLTemplate, staleCTE, noStaleCTE, 1)}
+
+const staleCTE = `stale AS (
+    SELECT task_id FROM corotask.tasks
+    WHERE heartbeat <> '0001-01-01 00:00:00+00' AND heartbeat < now() - make_interval(secs => $5)
+      AND done_at IS NULL AND task_type = ANY($6::text[])
+    ORDER BY heartbeat
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)`
+
+const noStaleCTE = `stale AS (SELECT task_id FROM corotask.tasks WHERE false AND $5::float8 > 0)`
+
+const claimSQLTemplate = `
 WITH open_ready AS (
     SELECT task_id FROM corotask.tasks
     WHERE heartbeat = '0001-01-01 00:00:00+00' AND done_at IS NULL AND wake_at IS NOT NULL
@@ -71,14 +92,7 @@ WITH open_ready AS (
         LIMIT q.n
         FOR UPDATE SKIP LOCKED
     ) r
-), stale AS (
-    SELECT task_id FROM corotask.tasks
-    WHERE heartbeat <> '0001-01-01 00:00:00+00' AND heartbeat < now() - make_interval(secs => $5)
-      AND done_at IS NULL AND task_type = ANY($6::text[])
-    ORDER BY heartbeat
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED
-), picked AS (
+), ` + staleCTE + `, picked AS (
     SELECT task_id FROM (
         SELECT task_id FROM stale
         UNION ALL SELECT task_id FROM open_ready
@@ -107,7 +121,7 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
 // earliest future wake_at (zero if none is known).
 func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, time.Time, error) {
 	at := time.Now()
-	rows, err := e.pool.Query(ctx, claimSQL, req.open, req.total, req.capped, req.caps,
+	rows, err := e.pool.Query(ctx, claimSQL[req.stale], req.open, req.total, req.capped, req.caps,
 		e.cfg.HeartbeatTimeout.Seconds(), req.all)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: %w", tasks.TranslateError(err))

@@ -46,7 +46,9 @@ type Executor struct {
 	running  bool
 	inflight map[tasks.ID]*flight
 	perType  map[tasks.Type]int
-	polls    sync.WaitGroup
+	// lastStaleCheck is when a claim last looked for stale claims.
+	lastStaleCheck time.Time
+	polls          sync.WaitGroup
 }
 
 type flight struct {

@@ -15,6 +15,7 @@ import (
 // recorded as failures, as Run would) and database errors.
 func (e *Executor) PollOnce(ctx context.Context) (int, error) {
 	req := e.request()
+	req.stale = true
 	if req.total == 0 {
 		return 0, errors.New("executor: no pollers registered")
 	}

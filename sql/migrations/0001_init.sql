@@ -38,7 +38,6 @@ CREATE INDEX tasks_ready_idx ON corotask.tasks (wake_at) INCLUDE (task_type)
 CREATE INDEX tasks_running_idx ON corotask.tasks (heartbeat)
     WHERE heartbeat <> '0001-01-01 00:00:00+00';
 CREATE INDEX tasks_parent_idx ON corotask.tasks (parent_id, task_id) WHERE parent_id IS NOT NULL;
-CREATE INDEX tasks_type_idx ON corotask.tasks (task_type, task_id);
 -- Retention of ended tasks.
 CREATE INDEX tasks_done_idx ON corotask.tasks (done_at) WHERE done_at IS NOT NULL;
 
@@ -254,24 +253,37 @@ BEGIN
 END
 $$;
 
--- Executors LISTEN on corotask_ready; the payload is the task type. Statement-level
--- triggers announce every insert or update that leaves a task ready, whoever made it.
-CREATE FUNCTION corotask.announce_ready() RETURNS trigger
+-- Executors LISTEN on corotask_ready; the payload is the task type. Triggers
+-- announce every insert or update that leaves a task ready, whoever made it.
+-- Inserts are announced once per statement (bulk creation); updates per row,
+-- but only rows that are ready afterwards, so that claims, heartbeats and
+-- commits that end or park a task cost nothing here. NOTIFY folds duplicate
+-- payloads within a transaction.
+CREATE FUNCTION corotask.announce_created() RETURNS trigger
 LANGUAGE plpgsql SET search_path = '' AS $$
 BEGIN
     PERFORM pg_notify('corotask_ready', s.task_type)
-    FROM (SELECT DISTINCT c.task_type FROM changed c
+    FROM (SELECT DISTINCT c.task_type FROM created c
           WHERE c.wake_at <= now() AND c.heartbeat = '0001-01-01 00:00:00+00' AND c.done_at IS NULL) s;
     RETURN NULL;
 END
 $$;
 
+CREATE FUNCTION corotask.announce_ready() RETURNS trigger
+LANGUAGE plpgsql SET search_path = '' AS $$
+BEGIN
+    PERFORM pg_notify('corotask_ready', NEW.task_type);
+    RETURN NULL;
+END
+$$;
+
 CREATE TRIGGER tasks_announce_insert AFTER INSERT ON corotask.tasks
-    REFERENCING NEW TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION corotask.announce_ready();
+    REFERENCING NEW TABLE AS created
+    FOR EACH STATEMENT EXECUTE FUNCTION corotask.announce_created();
 CREATE TRIGGER tasks_announce_update AFTER UPDATE ON corotask.tasks
-    REFERENCING NEW TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION corotask.announce_ready();
+    FOR EACH ROW
+    WHEN (NEW.heartbeat = '0001-01-01 00:00:00+00' AND NEW.done_at IS NULL AND NEW.wake_at <= now())
+    EXECUTE FUNCTION corotask.announce_ready();
 
 -- The executor's side. A claim sets heartbeat and a fresh claim token; every
 -- later write of the poll matches on that token, so a poll whose claim was
