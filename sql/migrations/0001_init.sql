@@ -66,6 +66,12 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
     END
 $$;
 
+-- create_task(s), send_to_task and cancel_task run with the rights of the
+-- schema's owner (SECURITY DEFINER, with an empty search_path), so a role
+-- that may only send messages or create tasks needs USAGE on the schema and
+-- EXECUTE on that function, and no privilege on the table itself. EXECUTE on
+-- them is revoked from PUBLIC at the end of this file: grant it per role.
+
 -- Errors raised by these functions carry their own SQLSTATEs so that clients can
 -- tell them apart: CT404 (no such task), CT410 (task has ended), CT413 (message too
 -- large). DETAIL holds "<role> <uuid>" for the first two.
@@ -96,7 +102,7 @@ CREATE FUNCTION corotask.create_tasks(
     p_messages jsonb[],
     p_wake_ats timestamptz[]
 ) RETURNS void
-LANGUAGE plpgsql SET search_path = '' AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 DECLARE
     bad uuid;
 BEGIN
@@ -140,7 +146,7 @@ CREATE FUNCTION corotask.create_task(
     p_message   jsonb DEFAULT NULL,
     p_wake_at   timestamptz DEFAULT NULL
 ) RETURNS uuid
-LANGUAGE plpgsql SET search_path = '' AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 BEGIN
     PERFORM corotask.create_tasks(ARRAY[p_task_id], ARRAY[p_task_type], ARRAY[p_parent_id],
         ARRAY[p_state], ARRAY[p_message], ARRAY[p_wake_at]);
@@ -169,7 +175,7 @@ $$;
 -- outside any task. It raises CT404 for an unknown task and CT410 for an ended one:
 -- a message is never dropped silently.
 CREATE FUNCTION corotask.send_to_task(p_to uuid, p_from uuid, p_message jsonb) RETURNS void
-LANGUAGE plpgsql SET search_path = '' AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 BEGIN
     IF p_to IS NULL THEN
         RAISE EXCEPTION 'corotask: send_to_task needs a task id' USING ERRCODE = '22004';
@@ -201,7 +207,7 @@ $$;
 -- tasks it canceled. The canceled task's parent, if alive, gets one completion
 -- message; running polls of canceled tasks are told through NOTIFY corotask_cancel.
 CREATE FUNCTION corotask.cancel_task(p_task uuid) RETURNS integer
-LANGUAGE plpgsql SET search_path = '' AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 DECLARE
     root corotask.tasks;
     n integer;
@@ -427,3 +433,10 @@ LANGUAGE sql SET search_path = '' AS $$
     )
     SELECT count(*)::integer FROM released
 $$;
+
+REVOKE EXECUTE ON FUNCTION
+    corotask.create_tasks(uuid[], text[], uuid[], jsonb[], jsonb[], timestamptz[]),
+    corotask.create_task(uuid, text, uuid, jsonb, jsonb, timestamptz),
+    corotask.send_to_task(uuid, uuid, jsonb),
+    corotask.cancel_task(uuid)
+FROM PUBLIC;
