@@ -110,6 +110,7 @@ func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, now ti
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("id", t.ID.String())
+	row("uuid", t.ID.UUID()) // how SQL (send_to_task, the table) names it
 	row("type", oneLine(string(t.Type)))
 	row("status", string(t.Status))
 	row("parent", idOrDash(t.Parent))
