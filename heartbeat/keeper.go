@@ -138,9 +138,16 @@ func (k *Keeper) Renew(ctx context.Context) error {
 		return nil
 	}
 	sent := k.now()
-	rows, err := k.db.Query(ctx, `UPDATE corotask.tasks t SET heartbeat = now()
-		FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
-		WHERE t.task_id = c.task_id AND t.claim = c.claim
+	// Rows are locked in task_id order, as commits lock theirs, so that a
+	// renewal and a commit touching the same tasks wait rather than deadlock.
+	rows, err := k.db.Query(ctx, `WITH locked AS MATERIALIZED (
+			SELECT t.task_id FROM corotask.tasks t
+			JOIN unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim) ON t.task_id = c.task_id AND t.claim = c.claim
+			ORDER BY t.task_id
+			FOR UPDATE OF t
+		)
+		UPDATE corotask.tasks t SET heartbeat = now()
+		FROM locked WHERE t.task_id = locked.task_id
 		RETURNING t.task_id`, ids, tokens)
 	var kept map[tasks.ID]bool
 	if err == nil {
