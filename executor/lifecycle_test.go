@@ -1,0 +1,183 @@
+package executor_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/executor"
+	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/tasks"
+)
+
+// An executor that died between its claim and its commit leaves the task
+// running with a stale heartbeat, and messages that arrived meanwhile in
+// inbox_next. Another executor takes the task over and sees every message.
+func TestCrashBetweenClaimAndCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", State: 1})
+	require.NoError(t, err)
+	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "before the crash"))
+	// The dead executor's claim: its heartbeat stopped a minute ago.
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET heartbeat = now() - interval '1 minute', claim = gen_random_uuid() WHERE task_id = $1`, id)
+	require.NoError(t, err)
+	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "during the dead poll"))
+
+	cfg := fastConfig()
+	cfg.HeartbeatTimeout = 10 * time.Second
+	e := executor.New(db, cfg)
+	var got []string
+	executor.Register(e, "job", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
+		for {
+			m, ok := t.Inbox.Pop()
+			if !ok {
+				break
+			}
+			got = append(got, m.Body)
+		}
+		t.State++
+		return executor.Suspend(), nil
+	}))
+	n, err := e.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, []string{"before the crash", "during the dead poll"}, got)
+	task, err := tasks.Get(ctx, db, id)
+	require.NoError(t, err)
+	require.Equal(t, tasks.Suspended, task.Status)
+	require.JSONEq(t, "2", string(task.State))
+	require.Zero(t, task.InboxLen+task.InboxNextLen)
+}
+
+// A fresh claim is not taken over: only a stale one is.
+func TestRunningTaskIsNotClaimedAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "job"})
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET heartbeat = now(), claim = gen_random_uuid() WHERE task_id = $1`, id)
+	require.NoError(t, err)
+	e := executor.New(db, fastConfig())
+	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		return executor.Done(), nil
+	}))
+	n, err := e.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
+
+// One poll spawns many children and sends many messages, all in one commit,
+// and fans in all their completions.
+func TestManyEffectsInOneCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	e := executor.New(db, fastConfig())
+	const kids = 300
+	type fan struct {
+		Spawned bool
+		Sum     int
+		Heard   int
+	}
+	sink, err := tasks.Create(ctx, db, tasks.Spec{Type: "sink", WakeAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	executor.Register(e, "fan", executor.PollerFunc[fan, int](func(ctx context.Context, t *executor.Task[fan, int]) (executor.Action, error) {
+		if !t.State.Spawned {
+			t.State.Spawned = true
+			for i := 1; i <= kids; i++ {
+				t.Spawn("kid", nil, i)
+				t.Send(sink, i)
+			}
+			return executor.Suspend(), nil
+		}
+		for {
+			m, ok := t.Inbox.Pop()
+			if !ok {
+				break
+			}
+			t.State.Sum += m.Body
+			t.State.Heard++
+		}
+		if t.State.Heard == kids {
+			return executor.DoneWith(t.State.Sum), nil
+		}
+		return executor.Suspend(), nil
+	}))
+	executor.Register(e, "kid", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		m, _ := t.Inbox.Pop()
+		return executor.DoneWith(m.Body * 2), nil
+	}))
+	root, err := tasks.Create(ctx, db, tasks.Spec{Type: "fan"})
+	require.NoError(t, err)
+	_, err = e.PollOnce(ctx)
+	require.NoError(t, err)
+
+	s, err := tasks.Get(ctx, db, sink)
+	require.NoError(t, err)
+	require.Len(t, s.Inbox, kids, "every message sent in one commit")
+	for i, raw := range s.Inbox {
+		require.JSONEq(t, fmt.Sprintf(`{"from":%q,"body":%d}`, root.UUID(), i+1), string(raw), "in the order sent")
+	}
+
+	start(t, e)
+	task := waitStatus(t, db, root, tasks.Done)
+	require.JSONEq(t, fmt.Sprint(kids*(kids+1)), string(task.Result))
+}
+
+// With LISTEN off (PgBouncer in transaction mode), the executor finds work
+// by looking every PollInterval.
+func TestWorksWithListenDisabled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	cfg := fastConfig()
+	cfg.DisableListen = true
+	e := executor.New(db, cfg)
+	executor.Register(e, "echo", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
+		if m, ok := t.Inbox.Pop(); ok {
+			return executor.DoneWith(m.Body), nil
+		}
+		return executor.Suspend(), nil
+	}))
+	start(t, e)
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "echo"})
+	require.NoError(t, err)
+	waitStatus(t, db, id, tasks.Suspended)
+	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "hello"))
+	task := waitStatus(t, db, id, tasks.Done)
+	require.JSONEq(t, `"hello"`, string(task.Result))
+}
+
+// Sleep and SleepUntil wake the task when asked, without a message.
+func TestSleepWakesOnTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	cfg := fastConfig()
+	cfg.PollInterval = time.Minute // the executor must wake at wake_at, not at its fallback poll
+	e := executor.New(db, cfg)
+	executor.Register(e, "sleeper", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		t.State++
+		switch t.State {
+		case 1:
+			return executor.Sleep(200 * time.Millisecond), nil
+		case 2:
+			return executor.SleepUntil(time.Now().Add(200 * time.Millisecond)), nil
+		}
+		return executor.Done(), nil
+	}))
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "sleeper"})
+	require.NoError(t, err)
+	began := time.Now()
+	start(t, e)
+	waitStatus(t, db, id, tasks.Done)
+	require.GreaterOrEqual(t, time.Since(began), 400*time.Millisecond)
+	require.Less(t, time.Since(began), 30*time.Second)
+}
