@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/tasks"
+)
+
+func testLogger() *slog.Logger {
+	if os.Getenv("COROTASK_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// lines records what the program prints, line by line, and lets a test wait
+// for a line.
+type lines struct {
+	mu      sync.Mutex
+	partial bytes.Buffer
+	all     []string
+	changed chan struct{}
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial.Write(p)
+	for {
+		line, err := l.partial.ReadString('\n')
+		if err != nil {
+			l.partial.WriteString(line) // incomplete: keep it for later
+			break
+		}
+		l.all = append(l.all, strings.TrimSuffix(line, "\n"))
+	}
+	select {
+	case l.changed <- struct{}{}:
+	default:
+	}
+	return len(p), nil
+}
+
+// waitFor returns the submatches of the first line, from line number from
+// on, that matches re.
+func (l *lines) waitFor(t *testing.T, from int, re string) (int, []string) {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.After(30 * time.Second)
+	for {
+		l.mu.Lock()
+		for i := from; i < len(l.all); i++ {
+			if m := rx.FindStringSubmatch(l.all[i]); m != nil {
+				l.mu.Unlock()
+				return i, m
+			}
+		}
+		l.mu.Unlock()
+		select {
+		case <-l.changed:
+		case <-deadline:
+			t.Fatalf("no line matches %q; output:\n%s", re, l.String())
+		}
+	}
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.all, "\n")
+}
+
+// session is one run of the program.
+type session struct {
+	out    *lines
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func start(t *testing.T, cfg config) *session {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &session{out: &lines{changed: make(chan struct{}, 1)}, cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- run(ctx, cfg, s.out) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-s.done:
+		case <-time.After(30 * time.Second):
+			t.Error("the program did not stop")
+		}
+	})
+	return s
+}
+
+// wait waits for the program to return, and returns its output.
+func (s *session) wait(t *testing.T) string {
+	t.Helper()
+	select {
+	case err := <-s.done:
+		require.NoError(t, err)
+		s.done <- nil // for the cleanup
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the program did not end; output:\n%s", s.out)
+	}
+	return s.out.String()
+}
+
+// order waits for the printed approve command, checks it, and returns the
+// order's ID.
+func (s *session) order(t *testing.T) tasks.ID {
+	t.Helper()
+	_, m := s.out.waitFor(t, 0, `^    corotask send (\S+) '\{"approve":true\}'$`)
+	id, err := tasks.ParseID(m[1])
+	require.NoError(t, err)
+	s.out.waitFor(t, 0, fmt.Sprintf(`^    corotask send %s '\{"approve":false,"reason":"too expensive"\}'$`, id))
+	return id
+}
+
+func result(t *testing.T, db tasks.DB, id tasks.ID) outcome {
+	t.Helper()
+	task, err := tasks.Get(context.Background(), db, id)
+	require.NoError(t, err)
+	require.Equal(t, tasks.Done, task.Status)
+	var res outcome
+	require.NoError(t, json.Unmarshal(task.Result, &res))
+	return res
+}
+
+func TestApproved(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	s := start(t, config{DatabaseURL: url, Item: "a desk", Timeout: time.Hour, Remind: 20 * time.Millisecond})
+	id := s.order(t)
+	// The order reminds while it waits.
+	s.out.waitFor(t, 0, fmt.Sprintf(`^reminder 1: order %s for a desk waits for approval \([0-9hms]+ left\)$`, id))
+	s.out.waitFor(t, 0, `^reminder 2: `)
+	// A message that is not a decision is ignored; the task goes on.
+	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "yes please"))
+	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, json.RawMessage(`{"approve":true}`)))
+	out := s.wait(t)
+
+	res := result(t, db, id)
+	require.Equal(t, "approved", res.Status)
+	require.Equal(t, "a desk", res.Item)
+	require.GreaterOrEqual(t, res.Reminders, 2)
+	require.Equal(t, res.Reminders, strings.Count(out, "\nreminder "), "one line per reminder:\n%s", out)
+	require.True(t, strings.HasSuffix(out, fmt.Sprintf("\norder %s approved (after %d reminders)", id, res.Reminders)), out)
+}
+
+func TestRejected(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	s := start(t, config{DatabaseURL: url, Item: "a yacht", Timeout: time.Hour, Remind: time.Hour})
+	id := s.order(t)
+	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, map[string]any{"approve": false, "reason": "too expensive"}))
+	out := s.wait(t)
+
+	require.Equal(t, outcome{Status: "rejected", Item: "a yacht", Reason: "too expensive"}, result(t, db, id))
+	require.True(t, strings.HasSuffix(out, fmt.Sprintf("\norder %s rejected (after 0 reminders): too expensive", id)), out)
+}
+
+func TestTimedOut(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	s := start(t, config{DatabaseURL: url, Item: "a chair", Timeout: 500 * time.Millisecond, Remind: 100 * time.Millisecond})
+	id := s.order(t)
+	out := s.wait(t)
+
+	res := result(t, db, id)
+	require.Equal(t, "timed out", res.Status)
+	require.Equal(t, res.Reminders, strings.Count(out, "\nreminder "), "one line per reminder:\n%s", out)
+	require.Contains(t, out, fmt.Sprintf("\norder %s timed out (after %s)", id, plural(res.Reminders, "reminder")))
+
+	// Ended orders take no more messages: a late decision is refused.
+	err := inbox.Send(context.Background(), db, id, tasks.ID{}, json.RawMessage(`{"approve":true}`))
+	require.ErrorIs(t, err, tasks.ErrEnded)
+}
+
+// An order outlives the program: stopped while it waits, it is waited for
+// again with -order.
+func TestResume(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	first := start(t, config{DatabaseURL: url, Item: "a lamp", Timeout: time.Hour, Remind: time.Hour})
+	id := first.order(t)
+	first.cancel()
+	out := first.wait(t)
+	require.Contains(t, out, fmt.Sprintf("\nstopped; order %s still waits: `go run ./examples/approval -order %s` waits for it again", id, id))
+	task, err := tasks.Get(ctx, db, id)
+	require.NoError(t, err)
+	require.False(t, task.Status.Ended())
+
+	second := start(t, config{DatabaseURL: url, Order: id.String(), Timeout: time.Hour, Remind: time.Hour})
+	second.order(t)
+	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, json.RawMessage(`{"approve":true}`)))
+	out = second.wait(t)
+	require.True(t, strings.HasPrefix(out, fmt.Sprintf("waiting for order %s (", id)), out)
+	require.Equal(t, "approved", result(t, db, id).Status)
+}
+
+// An order made without the program (corotask create) gets its deadline from
+// its first poll.
+func TestOrderCreatedElsewhere(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: orderType, State: json.RawMessage(`{"item": "a chair"}`)})
+	require.NoError(t, err)
+	s := start(t, config{DatabaseURL: url, Order: id.String(), Timeout: 200 * time.Millisecond, Remind: time.Hour})
+	out := s.wait(t)
+	require.Contains(t, out, fmt.Sprintf("\norder %s timed out (after 0 reminders)", id))
+	res := result(t, db, id)
+	require.Equal(t, outcome{Status: "timed out", Item: "a chair"}, res)
+}
+
+func TestPrintedCommandNamesExplicitDatabase(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	s := start(t, config{DatabaseURL: url, DatabaseURLFlag: true, Item: "a pen", Timeout: time.Hour, Remind: time.Hour})
+	s.out.waitFor(t, 0, `^    corotask --database-url '`+regexp.QuoteMeta(url)+`' send \S+ '\{"approve":true\}'$`)
+}
+
+func TestParseDecision(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{`{"approve":true}`, `{"approve": false, "reason": "no"}`} {
+		_, err := parseDecision(json.RawMessage(body))
+		require.NoError(t, err, body)
+	}
+	for _, body := range []string{`"yes"`, `{}`, `{"approve":"yes"}`, `{"approve":true,"amount":3}`, `null`} {
+		_, err := parseDecision(json.RawMessage(body))
+		require.Error(t, err, body)
+	}
+}
+
+var _ io.Writer = (*lines)(nil)

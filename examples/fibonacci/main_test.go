@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/tasks"
+)
+
+func testLogger() *slog.Logger {
+	if os.Getenv("COROTASK_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+var resultLine = regexp.MustCompile(`(?m)^fib\((\d+)\) = (\d+) in \S+ \((\d+) tasks, \d+ tasks/s\)$`)
+var rootLine = regexp.MustCompile(`(?m)^root task (\S+) computes fib\((\d+)\)$`)
+
+// checkRun checks what a run that computed fib(n) printed and left in the
+// database, and returns the root task's ID.
+func checkRun(t *testing.T, db tasks.DB, out string, n int) tasks.ID {
+	t.Helper()
+	m := rootLine.FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	require.Equal(t, strconv.Itoa(n), m[2])
+	root, err := tasks.ParseID(m[1])
+	require.NoError(t, err)
+
+	m = resultLine.FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	require.Equal(t, strconv.Itoa(n), m[1])
+	require.Equal(t, strconv.Itoa(fib(n)), m[2])
+	require.Equal(t, strconv.Itoa(taskCount(n)), m[3])
+
+	// The tree in the database: every task done, and as many as printed.
+	var count, done int
+	require.NoError(t, db.QueryRow(context.Background(), `
+		WITH RECURSIVE tree AS (
+			SELECT task_id, outcome FROM corotask.tasks WHERE task_id = $1
+			UNION ALL
+			SELECT c.task_id, c.outcome FROM corotask.tasks c JOIN tree ON c.parent_id = tree.task_id
+		)
+		SELECT count(*), count(*) FILTER (WHERE outcome = 'done') FROM tree`, root).Scan(&count, &done))
+	require.Equal(t, taskCount(n), count)
+	require.Equal(t, count, done)
+
+	task, err := tasks.Get(context.Background(), db, root)
+	require.NoError(t, err)
+	var res fibResult
+	require.NoError(t, json.Unmarshal(task.Result, &res))
+	require.Equal(t, fibResult{Value: fib(n), Tasks: taskCount(n)}, res)
+	return root
+}
+
+func fib(n int) int {
+	a, b := 0, 1
+	for range n {
+		a, b = b, a+b
+	}
+	return a
+}
+
+func TestTaskCount(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 1, taskCount(0))
+	require.Equal(t, 1, taskCount(1))
+	require.Equal(t, 3, taskCount(2))
+	require.Equal(t, 177, taskCount(10))
+	require.Equal(t, 21891, taskCount(20))
+}
+
+func TestAllInOneProcess(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ n, workers, executors int }{
+		{0, 1, 1},
+		{1, 1, 1},
+		{11, 8, 1},
+		{10, 4, 3},
+	} {
+		t.Run(fmt.Sprintf("n=%d,workers=%d,executors=%d", c.n, c.workers, c.executors), func(t *testing.T) {
+			t.Parallel()
+			url := testdb.URL(t)
+			var out bytes.Buffer
+			err := run(context.Background(), config{
+				DatabaseURL: url, N: c.n, Role: "all", Workers: c.workers, Executors: c.executors, Logger: testLogger(),
+			}, &out)
+			require.NoError(t, err)
+			checkRun(t, testdb.Pool(t, url), out.String(), c.n)
+			if c.executors > 1 {
+				require.Regexp(t, `(?m)^polls by executor: \[\d+( \d+){2}\]$`, out.String())
+			}
+		})
+	}
+}
+
+// Two worker processes and a submitter, as in the package documentation,
+// here as three runs in one test process.
+func TestWorkersAndSubmit(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	ctx, stopWorkers := context.WithCancel(context.Background())
+	defer stopWorkers()
+	const workers = 2
+	var (
+		wg   sync.WaitGroup
+		outs [workers]bytes.Buffer
+		errs [workers]error
+	)
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = run(ctx, config{DatabaseURL: url, Role: "work", Workers: 4, Executors: 1, Logger: testLogger()}, &outs[i])
+		}()
+	}
+
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), config{
+		DatabaseURL: url, N: 12, Role: "submit", Workers: 1, Executors: 1, Logger: testLogger(),
+	}, &out))
+	require.Contains(t, out.String(), "waiting for executors: run `go run ./examples/fibonacci -role work` in other terminals\n")
+	checkRun(t, testdb.Pool(t, url), out.String(), 12)
+
+	stopWorkers()
+	wg.Wait()
+	total := 0
+	for i := range workers {
+		require.NoError(t, errs[i])
+		require.Contains(t, outs[i].String(), "working on fibonacci.fib tasks (1 executor, 4 workers each); Ctrl-C to stop\n")
+		m := regexp.MustCompile(`(?m)^stopped after (\d+) polls$`).FindStringSubmatch(outs[i].String())
+		require.NotNil(t, m, outs[i].String())
+		polls, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
+		total += polls
+	}
+	// Each task is polled at least once, and parents once more at least.
+	require.GreaterOrEqual(t, total, taskCount(12)+(taskCount(12)-1)/2)
+}
+
+// A child that ends without a result (here: canceled) fails its parent, and
+// the failure goes up to the root.
+func TestCanceledChildFailsTheTree(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	e, _ := newExecutor(db, config{Workers: 10}, testLogger())
+	root, err := tasks.Create(ctx, db, tasks.Spec{Type: fibType, State: fibState{N: 3}})
+	require.NoError(t, err)
+	n, err := e.PollOnce(ctx) // the root spawns fib(2) and fib(1)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	kids, err := tasks.List(ctx, db, tasks.Filter{Parent: root})
+	require.NoError(t, err)
+	require.Len(t, kids, 2)
+	var two tasks.ID
+	for _, k := range kids {
+		var s fibState
+		require.NoError(t, json.Unmarshal(k.State, &s))
+		if s.N == 2 {
+			two = k.ID
+		}
+	}
+	require.NoError(t, tasks.Cancel(ctx, db, two))
+
+	// The root sees fib(2)'s cancellation, and fails at once (MaxFailures(1)).
+	n, err = e.PollOnce(ctx)
+	require.ErrorContains(t, err, "fib(3): child "+two.String()+" ended without a result: canceled")
+	require.Equal(t, 2, n, "the root and fib(1)")
+	task, err := tasks.Get(ctx, db, root)
+	require.NoError(t, err)
+	require.Equal(t, tasks.Failed, task.Status)
+	require.Contains(t, task.LastError, "ended without a result: canceled")
+}
+
+func TestBadFlags(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		cfg  config
+		want string
+	}{
+		{config{N: -1, Role: "all", Workers: 1, Executors: 1}, "-n -1: want 0 to 30 (fib(30) already makes 2692537 tasks)"},
+		{config{N: 31, Role: "all", Workers: 1, Executors: 1}, "-n 31: want 0 to 30 (fib(30) already makes 2692537 tasks)"},
+		{config{N: 5, Role: "all", Workers: 0, Executors: 1}, "-workers and -executors must be at least 1"},
+		{config{N: 5, Role: "boss", Workers: 1, Executors: 1}, `-role "boss": want all, work or submit`},
+	} {
+		err := run(context.Background(), c.cfg, &bytes.Buffer{})
+		require.EqualError(t, err, c.want)
+	}
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/tasks"
+)
+
+func testLogger() *slog.Logger {
+	if os.Getenv("COROTASK_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func TestPingPong(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 25} {
+		t.Run("", func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			url := testdb.URL(t)
+			db := testdb.Pool(t, url)
+			var out bytes.Buffer
+			require.NoError(t, run(ctx, config{DatabaseURL: url, N: n, Logger: testLogger()}, &out))
+
+			m := regexp.MustCompile(`^players (\S+) \(serves\) and (\S+) play (\d+) round trips\n` +
+				`(\d+) round trips in \S+: \d+ round trips/s \(mean \S+, slowest \S+\)\n$`).FindStringSubmatch(out.String())
+			require.NotNil(t, m, out.String())
+			require.Equal(t, m[3], m[4])
+			require.Equal(t, strconv.Itoa(n), m[3])
+
+			var states [2]playerState
+			for i, s := range m[1:3] {
+				id, err := tasks.ParseID(s)
+				require.NoError(t, err)
+				task, err := tasks.Get(ctx, db, id)
+				require.NoError(t, err)
+				require.Equal(t, tasks.Done, task.Status)
+				require.Equal(t, playerType, task.Type)
+				require.JSONEq(t, strconv.Itoa(n), string(task.Result), "each player received n balls")
+				require.Zero(t, task.InboxLen, "no ball left in flight")
+				require.NoError(t, json.Unmarshal(task.State, &states[i]))
+			}
+			server, receiver := states[0], states[1]
+			require.True(t, server.Serve)
+			require.False(t, receiver.Serve)
+			require.Equal(t, n, server.Received)
+			require.Equal(t, n, receiver.Received)
+			require.Positive(t, server.RoundTripTotal)
+			require.LessOrEqual(t, server.RoundTripMax, server.RoundTripTotal)
+
+			// Exactly the two players: no other task was made.
+			list, err := tasks.List(ctx, db, tasks.Filter{})
+			require.NoError(t, err)
+			require.Len(t, list, 2)
+		})
+	}
+}
+
+func TestBadN(t *testing.T) {
+	t.Parallel()
+	require.EqualError(t, run(context.Background(), config{N: 0}, &bytes.Buffer{}), "-n 0: want at least one round trip")
+}

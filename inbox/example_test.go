@@ -1,0 +1,145 @@
+package inbox_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/database"
+	corosql "github.com/corotask/corotask/sql"
+	"github.com/corotask/corotask/tasks"
+)
+
+func ExampleSend() {
+	ctx := context.Background()
+	db, drop := exampleDB() // a pool on a fresh database with the corotask schema
+	defer drop()
+
+	// An order that sleeps for an hour, unless a message comes first.
+	order, err := tasks.Create(ctx, db, tasks.Spec{Type: "shop.order", WakeAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		panic(err)
+	}
+	show := func(when string) {
+		task, err := tasks.Get(ctx, db, order)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s: %s, %d message(s)\n", when, task.Status, task.InboxLen)
+		for _, m := range task.Inbox {
+			fmt.Printf("  %s\n", m)
+		}
+	}
+	show("created")
+
+	// From outside any task (the zero ID): the order wakes at once.
+	if err := inbox.Send(ctx, db, order, tasks.ID{}, map[string]any{"approve": true}); err != nil {
+		panic(err)
+	}
+	show("sent")
+
+	// In the caller's transaction, the message is sent only if it commits.
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		panic(err)
+	}
+	if err := inbox.Send(ctx, tx, order, tasks.ID{}, "never sent"); err != nil {
+		panic(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		panic(err)
+	}
+	show("rolled back")
+
+	// A message is never dropped silently: sending to a task that does not
+	// exist (or has ended) fails.
+	err = inbox.Send(ctx, db, tasks.NewID(), tasks.ID{}, "hello?")
+	fmt.Println("unknown task:", errors.Is(err, tasks.ErrNotFound))
+	// Output:
+	// created: sleeping, 0 message(s)
+	// sent: ready, 1 message(s)
+	//   {"body": {"approve": true}, "from": null}
+	// rolled back: ready, 1 message(s)
+	//   {"body": {"approve": true}, "from": null}
+	// unknown task: true
+}
+
+// A poll takes its messages from the front of its inbox; what it does not
+// Pop stays for the next poll. Of makes an Inbox for a test of a poller.
+func ExampleInbox_Pop() {
+	in := inbox.Of(
+		inbox.Message[string]{Body: "first"},
+		inbox.Message[string]{Body: "second"},
+		inbox.Message[string]{Body: "", Done: true, Err: "canceled"}, // a child's completion
+	)
+	for {
+		m, ok := in.Pop()
+		if !ok {
+			break
+		}
+		if m.Done {
+			fmt.Printf("a child ended: %q\n", m.Err)
+			continue
+		}
+		fmt.Println("message:", m.Body)
+	}
+	fmt.Println("taken:", in.Taken(), "left:", in.Len())
+	// Output:
+	// message: first
+	// message: second
+	// a child ended: "canceled"
+	// taken: 3 left: 0
+}
+
+// exampleDB creates a database with the corotask schema on the server that
+// internal/database finds (as the tests do), and returns a pool on it and a
+// function that drops it. An application instead opens a pool on its own
+// database and calls sql.Migrate once at start-up.
+func exampleDB() (*pgxpool.Pool, func()) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin, err := database.URL(ctx, "")
+	if err != nil {
+		panic(err)
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	name := "corotask_example_" + hex.EncodeToString(b[:])
+	exec := func(ctx context.Context, stmt string) {
+		conn, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			panic(err)
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			panic(err)
+		}
+	}
+	exec(ctx, "CREATE DATABASE "+name)
+	u, err := url.Parse(admin)
+	if err != nil {
+		panic(err)
+	}
+	u.Path = "/" + name
+	db, err := pgxpool.New(ctx, u.String())
+	if err != nil {
+		panic(err)
+	}
+	if err := corosql.Migrate(ctx, db); err != nil {
+		panic(err)
+	}
+	return db, func() {
+		db.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
+	}
+}
