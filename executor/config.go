@@ -34,6 +34,10 @@ type Config struct {
 	Retention time.Duration
 	// RetentionInterval is how often expired tasks are looked for. Default 1m.
 	RetentionInterval time.Duration
+	// DisableVacuum stops the executor from vacuuming corotask.tasks itself.
+	// It only does so when the server's autovacuum is off and dead rows pile
+	// up (see Executor.VacuumIfNeeded); it needs to own the table.
+	DisableVacuum bool
 	// BackoffMin and BackoffMax bound the delay before a failed task is polled
 	// again: BackoffMin doubled for each consecutive failure, capped at
 	// BackoffMax, with jitter. Defaults 1s and 10m.

@@ -148,6 +148,9 @@ func (e *Executor) Run(ctx context.Context) error {
 	if e.cfg.Retention > 0 {
 		goLoop(e.retain)
 	}
+	if !e.cfg.DisableVacuum {
+		goLoop(e.vacuum)
+	}
 
 	if !e.cfg.DisableListen {
 		// Claim only once notifications will be heard (or after a while

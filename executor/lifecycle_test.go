@@ -181,3 +181,34 @@ func TestSleepWakesOnTime(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(began), 400*time.Millisecond)
 	require.Less(t, time.Since(began), 30*time.Second)
 }
+
+func TestVacuumIfNeeded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	e := executor.New(db, fastConfig())
+	var autovacuum string
+	require.NoError(t, db.QueryRow(ctx, "SHOW autovacuum").Scan(&autovacuum))
+	done, err := e.VacuumIfNeeded(ctx)
+	require.NoError(t, err)
+	require.False(t, done, "nothing to vacuum in an empty table")
+
+	specs := make([]tasks.Spec, 3000)
+	for i := range specs {
+		specs[i] = tasks.Spec{Type: "job"}
+	}
+	_, err = tasks.CreateMany(ctx, db, specs)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, "UPDATE corotask.tasks SET failures = 1")
+	require.NoError(t, err)
+	// The statistics reach pg_stat_user_tables shortly after the commit.
+	require.Eventually(t, func() bool {
+		var dead int
+		_, _ = db.Exec(ctx, "SELECT pg_stat_force_next_flush()")
+		require.NoError(t, db.QueryRow(ctx, "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = 'corotask.tasks'::regclass").Scan(&dead))
+		return dead >= 3000
+	}, 30*time.Second, 20*time.Millisecond)
+	done, err = e.VacuumIfNeeded(ctx)
+	require.NoError(t, err)
+	require.Equal(t, autovacuum == "off", done, "vacuums only when autovacuum is off")
+}

@@ -10,6 +10,8 @@ package sql
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -31,6 +33,18 @@ type Migration struct {
 	Version int    // from the file name's numeric prefix, applied in increasing order
 	Name    string // the file name, e.g. "0001_init.sql"
 	SQL     string
+}
+
+// Checksum identifies the migration's contents (SHA-256, hex).
+func (m Migration) Checksum() string {
+	sum := sha256.Sum256([]byte(m.SQL))
+	return hex.EncodeToString(sum[:])
+}
+
+type appliedMigration struct {
+	Version  int32
+	Name     string
+	Checksum string
 }
 
 // lockKey is the advisory lock that serializes concurrent Migrate calls on one
@@ -90,29 +104,40 @@ func Apply(ctx context.Context, db tasks.DB) ([]Migration, error) {
 				version    integer     PRIMARY KEY,
 				name       text        NOT NULL,
 				applied_at timestamptz NOT NULL DEFAULT now()
-			)`); err != nil {
+			);
+			-- Added after the first release of this table; NULL: not recorded.
+			ALTER TABLE corotask.migrations ADD COLUMN IF NOT EXISTS checksum text`); err != nil {
 			return fmt.Errorf("create migrations table: %w", err)
 		}
-		rows, err := tx.Query(ctx, "SELECT version FROM corotask.migrations")
+		rows, err := tx.Query(ctx, "SELECT version, name, coalesce(checksum, '') FROM corotask.migrations")
 		if err != nil {
 			return fmt.Errorf("read applied migrations: %w", err)
 		}
-		done, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		done, err := pgx.CollectRows(rows, pgx.RowToStructByPos[appliedMigration])
 		if err != nil {
 			return fmt.Errorf("read applied migrations: %w", err)
 		}
-		have := make(map[int]bool, len(done))
-		for _, v := range done {
-			have[int(v)] = true
+		have := make(map[int]appliedMigration, len(done))
+		for _, a := range done {
+			have[int(a.Version)] = a
 		}
 		for _, m := range all {
-			if have[m.Version] {
+			if a, ok := have[m.Version]; ok {
+				// A migration edited after it was applied would leave this
+				// database with a schema the code does not expect.
+				if a.Checksum == "" {
+					if _, err := tx.Exec(ctx, "UPDATE corotask.migrations SET checksum = $2 WHERE version = $1", m.Version, m.Checksum()); err != nil {
+						return fmt.Errorf("record checksum of migration %s: %w", m.Name, err)
+					}
+				} else if a.Checksum != m.Checksum() {
+					return fmt.Errorf("migration %s was applied (as %s) with different contents than this build's: the schema does not match the code; restore the migration or rebuild the database", m.Name, a.Name)
+				}
 				continue
 			}
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return fmt.Errorf("apply migration %s: %w", m.Name, err)
 			}
-			if _, err := tx.Exec(ctx, "INSERT INTO corotask.migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
+			if _, err := tx.Exec(ctx, "INSERT INTO corotask.migrations (version, name, checksum) VALUES ($1, $2, $3)", m.Version, m.Name, m.Checksum()); err != nil {
 				return fmt.Errorf("record migration %s: %w", m.Name, err)
 			}
 			applied = append(applied, m)

@@ -59,3 +59,14 @@ func TestMigrateConcurrently(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, len(all), n)
 }
+
+func TestMigrateRefusesAnEditedMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	_, err := db.Exec(ctx, "UPDATE corotask.migrations SET checksum = 'something else' WHERE version = 1")
+	require.NoError(t, err)
+	err = corosql.Migrate(ctx, db)
+	require.ErrorContains(t, err, "0001_init.sql")
+	require.ErrorContains(t, err, "different contents")
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -18,10 +19,18 @@ import (
 // and is stored as NULL.
 type ID [16]byte
 
-// NewID returns a new ID for the current time. IDs made in the same
-// millisecond are random relative to each other.
+var (
+	entropyMu sync.Mutex
+	entropy   = ulid.Monotonic(rand.Reader, 0)
+)
+
+// NewID returns a new ID for the current time. IDs made by one process
+// increase: within a millisecond the random part counts up, so children
+// spawned by one poll list in the order they were spawned.
 func NewID() ID {
-	return ID(ulid.MustNew(ulid.Timestamp(time.Now()), rand.Reader))
+	entropyMu.Lock()
+	defer entropyMu.Unlock()
+	return ID(ulid.MustNew(ulid.Timestamp(time.Now()), entropy))
 }
 
 // ParseID parses an ID from its ULID text (26 characters, case-insensitive) or

@@ -1,6 +1,7 @@
 package tasks_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -76,4 +77,14 @@ func TestParseStatus(t *testing.T) {
 	require.ErrorContains(t, err, `invalid status "zombie"`)
 	require.True(t, tasks.Canceled.Ended())
 	require.False(t, tasks.Running.Ended())
+}
+
+func TestNewIDIncreases(t *testing.T) {
+	t.Parallel()
+	prev := tasks.NewID()
+	for i := 0; i < 10000; i++ {
+		id := tasks.NewID()
+		require.Positive(t, bytes.Compare(id[:], prev[:]))
+		prev = id
+	}
 }

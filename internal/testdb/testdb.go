@@ -130,6 +130,8 @@ func template(admin string) (string, error) {
 		return "", err
 	}
 	h := sha256.New()
+	// Bump when Migrate's own bookkeeping (corotask.migrations) changes.
+	h.Write([]byte("bookkeeping v2"))
 	for _, m := range migs {
 		h.Write([]byte(m.Name))
 		h.Write([]byte(m.SQL))

@@ -1,0 +1,72 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// vacuumInterval is how often an executor checks whether corotask.tasks
+// needs vacuuming (only when the server's autovacuum is off).
+const vacuumInterval = 10 * time.Second
+
+// vacuumLockKey serializes vacuuming between executors ("corovac").
+const vacuumLockKey = 0x636f726f766163
+
+// vacuum keeps corotask.tasks from bloating on servers whose autovacuum is
+// off: every claim and commit leaves a dead row version and dead index
+// entries behind, and claims slow down as they scan past them.
+func (e *Executor) vacuum(ctx context.Context) {
+	t := time.NewTicker(vacuumInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		done, err := e.VacuumIfNeeded(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+				e.log.Warn("corotask: autovacuum is off and this role may not vacuum corotask.tasks; vacuum it by other means or set Config.DisableVacuum", "error", err)
+				return
+			}
+			e.log.Warn("corotask: vacuum", "error", err)
+		case done:
+			e.log.Debug("corotask: vacuumed corotask.tasks (autovacuum is off)")
+		}
+	}
+}
+
+// VacuumIfNeeded vacuums corotask.tasks when the server's autovacuum is off
+// and dead rows make up more than a tenth of the table (and at least 1,000),
+// and reports whether it did. At most one executor vacuums at a time. Run
+// calls it every 10 seconds unless Config.DisableVacuum is set.
+func (e *Executor) VacuumIfNeeded(ctx context.Context) (bool, error) {
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Release()
+	var needed bool
+	err = conn.QueryRow(ctx, `SELECT current_setting('autovacuum') = 'off'
+			AND s.n_dead_tup >= 1000 AND s.n_dead_tup > s.n_live_tup / 10
+		FROM pg_stat_user_tables s WHERE s.relid = 'corotask.tasks'::regclass`).Scan(&needed)
+	if err != nil || !needed {
+		return false, err
+	}
+	var locked bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(vacuumLockKey)).Scan(&locked); err != nil || !locked {
+		return false, err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(vacuumLockKey)) //nolint:errcheck
+	if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) corotask.tasks"); err != nil {
+		return false, fmt.Errorf("vacuum corotask.tasks: %w", err)
+	}
+	return true, nil
+}
