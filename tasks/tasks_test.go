@@ -348,3 +348,37 @@ func TestZeroIDs(t *testing.T) {
 	db := testdb.New(t)
 	require.ErrorContains(t, tasks.Cancel(ctx, db, tasks.ID{}), "zero id")
 }
+
+// A task that becomes ready is announced on corotask_ready with its type, so
+// executors need not poll; one that is not ready is not.
+func TestReadyTasksAreAnnounced(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	listener, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer listener.Close(ctx)
+	_, err = listener.Exec(ctx, "LISTEN corotask_ready")
+	require.NoError(t, err)
+	next := func() string {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		n, err := listener.WaitForNotification(wctx)
+		require.NoError(t, err)
+		return n.Payload
+	}
+
+	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "later", WakeAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "now"})
+	require.NoError(t, err)
+	require.Equal(t, "now", next(), "the sleeping task was not announced")
+
+	// Waking the sleeping task with a message announces it.
+	later, err := tasks.List(ctx, db, tasks.Filter{Type: "later"})
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, "SELECT corotask.send_to_task($1, NULL, '1')", later[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, "later", next())
+}
