@@ -28,6 +28,7 @@ var commands = []*command{
 	showCmd,
 	treeCmd,
 	cancelCmd,
+	benchCmd,
 	versionCmd,
 }
 

@@ -13,9 +13,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/corotask/corotask/internal/bench"
 )
 
 func main() {
+	// A worker process of `corotask bench oneshot -executors N` runs its
+	// executor and exits here.
+	bench.MaybeWorker()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stop()

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"slices"
+	"strings"
+
+	"github.com/corotask/corotask/internal/bench"
+)
+
+var benchCmd = &command{
+	name:    "bench",
+	args:    "SCENARIO",
+	summary: "run a benchmark scenario",
+	help:    bench.Usage,
+	example: `corotask bench oneshot -n 50000 -workers 100
+corotask bench pingpong --json
+corotask bench oneshot -executors 2`,
+	flags: func(fs *flag.FlagSet) runFunc {
+		var opts bench.Options
+		opts.RegisterFlags(fs)
+		return func(ctx context.Context, a *app, args []string) error {
+			if err := wantArgs(args, "SCENARIO"); err != nil {
+				return err
+			}
+			if !slices.Contains(bench.Scenarios(), args[0]) && args[0] != "all" {
+				return usagef("unknown scenario %q: want one of %s, all", args[0], strings.Join(bench.Scenarios(), ", "))
+			}
+			u, err := a.resolveURL(ctx)
+			if err != nil {
+				return err
+			}
+			opts.Scenario, opts.DatabaseURL = args[0], u
+			return bench.Run(ctx, opts, a.stdout, a.stderr)
+		}
+	},
+}
