@@ -17,8 +17,9 @@ import (
 )
 
 // settle records the outcome of a poll: commit it, record its failure, or
-// release its claim, depending on how it ended.
-func (e *Executor) settle(pctx context.Context, c *claimed, out outcome, opts typeOptions) {
+// release its claim, depending on how it ended. It returns the error of a
+// commit the database refused, which failed the poll.
+func (e *Executor) settle(pctx context.Context, c *claimed, out outcome, opts typeOptions) error {
 	// Writes must go through even while the executor shuts down; the
 	// heartbeat keeper still renews the claim meanwhile.
 	ctx := context.WithoutCancel(pctx)
@@ -40,11 +41,13 @@ func (e *Executor) settle(pctx context.Context, c *claimed, out outcome, opts ty
 			// The database refused the poll's effects (a message to an ended
 			// task, a failing OnCommit): the poll fails as a whole.
 			e.fail(ctx, pctx, c, err, opts)
+			return err
 		default:
 			// The claim will go stale and the task be polled again.
 			e.log.Error("corotask: commit poll", "task", c.id, "type", c.typ, "error", err)
 		}
 	}
+	return nil
 }
 
 var errOnCommit = errors.New("OnCommit")
@@ -82,6 +85,10 @@ func (e *Executor) commitTx(ctx context.Context, c *claimed, out outcome) error 
 		ok = true
 		for _, fn := range out.onCommit {
 			if err := fn(ctx, tx); err != nil {
+				if tx.Conn().IsClosed() {
+					// The connection broke, not fn: the commit is retried.
+					return err
+				}
 				return fmt.Errorf("%w: %w", errOnCommit, err)
 			}
 		}
@@ -117,7 +124,7 @@ func (e *Executor) fail(ctx, pctx context.Context, c *claimed, pollErr error, op
 	var lost, ended bool
 	err := e.retry(pctx, c, func() error {
 		return e.pool.QueryRow(ctx, `SELECT claim_lost, ended FROM corotask.fail_poll($1, $2, $3, $4, $5)`,
-			c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, pollErr.Error(), delay, opts.maxFailures).Scan(&lost, &ended)
+			c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, storableText(pollErr.Error()), delay, opts.maxFailures).Scan(&lost, &ended)
 	})
 	switch {
 	case err != nil:
@@ -129,6 +136,13 @@ func (e *Executor) fail(ctx, pctx context.Context, c *claimed, pollErr error, op
 	default:
 		e.log.Warn("corotask: poll failed; retrying later", append(attrs, "retry_in", delay)...)
 	}
+}
+
+// storableText makes s fit a PostgreSQL text column, which refuses NUL
+// characters and invalid UTF-8: an error text that cannot be stored would
+// leave the failure unrecorded and the claim held.
+func storableText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", `\x00`)
 }
 
 // release gives claims back without counting a failure.

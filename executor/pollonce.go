@@ -33,7 +33,9 @@ func (e *Executor) PollOnce(ctx context.Context) (int, error) {
 		if out.err != nil {
 			errs = append(errs, fmt.Errorf("poll %s (%s): %w", c.id, c.typ, out.err))
 		}
-		e.settle(ctx, c, out, h.options())
+		if err := e.settle(ctx, c, out, h.options()); err != nil {
+			errs = append(errs, fmt.Errorf("commit %s (%s): %w", c.id, c.typ, err))
+		}
 	}
 	return len(got), errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package tasks
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -119,7 +120,14 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
 		return fmt.Errorf("invalid task id %s: want a JSON string", s)
 	}
-	return id.UnmarshalText([]byte(s[1 : len(s)-1]))
+	text := s[1 : len(s)-1]
+	if strings.ContainsRune(text, '\\') {
+		// Escapes (\u0030...) are valid JSON for the same text.
+		if err := json.Unmarshal(b, &text); err != nil {
+			return fmt.Errorf("invalid task id %s: %w", s, err)
+		}
+	}
+	return id.UnmarshalText([]byte(text))
 }
 
 // UUIDValue lets pgx store an ID in a uuid column; the zero ID is NULL.

@@ -323,6 +323,24 @@ BEGIN
                WHERE a IS NULL OR a NOT IN ('yield', 'sleep', 'until', 'suspend', 'done')) THEN
         RAISE EXCEPTION 'corotask: unknown poll action in %', p_actions;
     END IF;
+    -- Lock every row this commit writes (the polled tasks, the recipients of
+    -- their messages, the parents of those that end) in task_id order before
+    -- writing any, as heartbeat renewals do: commits and renewals that touch
+    -- the same tasks then wait for each other instead of deadlocking (two tasks
+    -- that message each other, committed at once by two executors).
+    PERFORM 1 FROM corotask.tasks t
+    WHERE t.task_id IN (
+        SELECT unnest(p_tasks)
+        UNION
+        SELECT (s.e ->> 'to')::uuid
+        FROM unnest(p_effects) AS f(eff), jsonb_array_elements(coalesce(f.eff -> 'send', '[]')) AS s(e)
+        UNION
+        SELECT p.parent_id FROM unnest(p_tasks, p_actions) AS u(task_id, action)
+        JOIN corotask.tasks p ON p.task_id = u.task_id
+        WHERE u.action = 'done' AND p.parent_id IS NOT NULL
+    )
+    ORDER BY t.task_id
+    FOR UPDATE;
     FOR r IN
         WITH input AS (
             SELECT * FROM unnest(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats, p_results, p_effects)
@@ -395,6 +413,14 @@ LANGUAGE plpgsql SET search_path = '' AS $$
 DECLARE
     parent uuid;
 BEGIN
+    -- As in commit_polls: the task and, when it may end now, its parent are
+    -- locked in task_id order before either is written.
+    IF p_max_failures > 0 THEN
+        PERFORM 1 FROM corotask.tasks t
+        WHERE t.task_id IN (p_task, (SELECT p.parent_id FROM corotask.tasks p WHERE p.task_id = p_task))
+        ORDER BY t.task_id
+        FOR UPDATE;
+    END IF;
     UPDATE corotask.tasks SET
         failures = failures + 1,
         last_error = p_error,

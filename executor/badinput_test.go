@@ -1,0 +1,548 @@
+package executor_test
+
+// Bad input: messages and states that do not decode, pollers that return
+// nonsense, oversized or undeliverable messages, types nobody polls, and
+// SQL-looking text. Each must fail clearly, lose nothing and commit nothing
+// of the failed poll.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/executor"
+	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/tasks"
+)
+
+// badConfig backs off for an hour after a failure, so that a failed task
+// stays put for the test to look at.
+func badConfig() executor.Config {
+	return executor.Config{Concurrency: 8, BackoffMin: time.Hour, BackoffMax: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+// requireFailedOnce checks that the task's last poll failed, with an error
+// containing want, and that nothing of it was kept.
+func requireFailedOnce(t *testing.T, db tasks.DB, id tasks.ID, want string) *tasks.Task {
+	t.Helper()
+	task, err := tasks.Get(context.Background(), db, id)
+	require.NoError(t, err)
+	require.Equal(t, 1, task.Failures)
+	require.Contains(t, task.LastError, want)
+	require.Equal(t, tasks.Sleeping, task.Status, "backed off, claim released")
+	require.True(t, task.Heartbeat.IsZero())
+	return task
+}
+
+func TestMessageThatDoesNotDecode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	var polls atomic.Int32
+	strict := executor.New(db, badConfig())
+	executor.Register(strict, "counter", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		polls.Add(1)
+		return executor.Done(), nil
+	}))
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "counter", State: 7, Message: 1})
+	require.NoError(t, err)
+	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "not a number"))
+	// Envelopes written by hand in SQL: not an object, and a sender that is
+	// not an ID.
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET inbox = inbox || ARRAY['42'::jsonb, '{"from": "robert", "body": 1}'::jsonb]
+		WHERE task_id = $1`, id)
+	require.NoError(t, err)
+
+	n, err := strict.PollOnce(ctx)
+	require.Equal(t, 1, n)
+	var de *inbox.DecodeError
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, id, de.Task)
+	require.Equal(t, 1, de.Position)
+	require.ErrorContains(t, err, "inbox message 1 does not decode")
+	require.Zero(t, polls.Load(), "the poller never saw the inbox")
+	task := requireFailedOnce(t, db, id, "inbox message 1 does not decode")
+	require.Equal(t, 4, task.InboxLen, "no message dropped")
+	require.JSONEq(t, "7", string(task.State))
+
+	// A poller whose message type fits takes every message, the broken ones
+	// included, and can deal with them.
+	lenient := executor.New(db, badConfig())
+	var bodies []string
+	executor.Register(lenient, "counter", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
+		for {
+			m, ok := t.Inbox.Pop()
+			if !ok {
+				break
+			}
+			bodies = append(bodies, string(m.Body))
+		}
+		return executor.Done(), nil
+	}))
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET wake_at = now(),
+		inbox = inbox[1:2] WHERE task_id = $1`, id) // the hand-made envelopes cannot be decoded by any M
+	require.NoError(t, err)
+	n, err = lenient.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, []string{"1", `"not a number"`}, bodies)
+}
+
+func TestMalformedEnvelopeNamesItsPosition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	e := executor.New(db, badConfig())
+	executor.Register(e, "raw", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
+		return executor.Done(), nil
+	}))
+	for i, env := range []string{`42`, `"text"`, `[1]`, `{"from": "robert", "body": 1}`, `{"from": 7}`, `{"done": "yes"}`} {
+		id, err := tasks.Create(ctx, db, tasks.Spec{Type: "raw", Message: "fine"})
+		require.NoError(t, err)
+		_, err = db.Exec(ctx, `UPDATE corotask.tasks SET inbox = inbox || $2::jsonb WHERE task_id = $1`, id, env)
+		require.NoError(t, err)
+		_, err = e.PollOnce(ctx)
+		var de *inbox.DecodeError
+		require.ErrorAs(t, err, &de, "envelope %d: %s", i, env)
+		require.Equal(t, 1, de.Position)
+		task := requireFailedOnce(t, db, id, "inbox message 1 does not decode")
+		require.Equal(t, 2, task.InboxLen)
+	}
+}
+
+type stateV1 struct{ Count int }
+type stateV2 struct{ Count string }
+
+func TestStateThatNoLongerDecodesAfterATypeChange(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	v1 := executor.New(db, badConfig())
+	executor.Register(v1, "job", executor.PollerFunc[stateV1, string](func(ctx context.Context, t *executor.Task[stateV1, string]) (executor.Action, error) {
+		t.State.Count++
+		return executor.Suspend(), nil
+	}))
+	parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "parent", WakeAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", Parent: parent})
+	require.NoError(t, err)
+	_, err = v1.PollOnce(ctx)
+	require.NoError(t, err)
+
+	// The poller is redeployed with an incompatible state type.
+	v2 := executor.New(db, badConfig())
+	var polls atomic.Int32
+	executor.Register(v2, "job", executor.PollerFunc[stateV2, string](func(ctx context.Context, t *executor.Task[stateV2, string]) (executor.Action, error) {
+		polls.Add(1)
+		return executor.Done(), nil
+	}), executor.MaxFailures(2))
+	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "wake up"))
+	n, err := v2.PollOnce(ctx)
+	require.Equal(t, 1, n)
+	require.ErrorContains(t, err, "state does not decode into executor_test.stateV2")
+	require.Zero(t, polls.Load())
+	task := requireFailedOnce(t, db, id, "state does not decode")
+	require.JSONEq(t, `{"Count":1}`, string(task.State), "the stored state is kept as it was")
+	require.Equal(t, 1, task.InboxLen, "and so is the message")
+
+	// It keeps failing; past MaxFailures the task fails and its parent is told why.
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET wake_at = now() WHERE task_id = $1`, id)
+	require.NoError(t, err)
+	_, err = v2.PollOnce(ctx)
+	require.ErrorContains(t, err, "state does not decode")
+	task, err = tasks.Get(ctx, db, id)
+	require.NoError(t, err)
+	require.Equal(t, tasks.Failed, task.Status)
+	p, err := tasks.Get(ctx, db, parent)
+	require.NoError(t, err)
+	require.Len(t, p.Inbox, 1)
+	var env inbox.Envelope
+	require.NoError(t, json.Unmarshal(p.Inbox[0], &env))
+	require.True(t, env.Done)
+	require.Equal(t, id, env.From)
+	require.Contains(t, env.Err, "state does not decode")
+}
+
+func TestPollerReturnsNoValidAction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	_, err := db.Exec(ctx, `CREATE TABLE public.side_effects (n int)`)
+	require.NoError(t, err)
+	other, err := tasks.Create(ctx, db, tasks.Spec{Type: "other", WakeAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+
+	cases := map[string]func(t *executor.Task[int, string]) executor.Action{
+		"zero action": func(*executor.Task[int, string]) executor.Action { return executor.Action{} },
+		"unencodable result": func(*executor.Task[int, string]) executor.Action {
+			return executor.DoneWith(func() {})
+		},
+		"done with children": func(t *executor.Task[int, string]) executor.Action {
+			t.Spawn("kid", nil, nil)
+			return executor.Done()
+		},
+		"invalid spawn type": func(t *executor.Task[int, string]) executor.Action {
+			t.Spawn(" bad type", nil, nil)
+			return executor.Yield()
+		},
+		"send to no task": func(t *executor.Task[int, string]) executor.Action {
+			t.Send(tasks.ID{}, "hello")
+			return executor.Yield()
+		},
+		"unencodable message": func(t *executor.Task[int, string]) executor.Action {
+			t.Send(other, make(chan int))
+			return executor.Yield()
+		},
+	}
+	wants := map[string]string{
+		"zero action":         "poller returned no action",
+		"unencodable result":  "encode result",
+		"done with children":  "cannot spawn children",
+		"invalid spawn type":  "invalid task type",
+		"send to no task":     "no recipient",
+		"unencodable message": "unsupported type",
+	}
+	for name, act := range cases {
+		typ := tasks.Type("bad." + strings.ReplaceAll(name, " ", "-"))
+		e := executor.New(db, badConfig())
+		executor.Register(e, typ, executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
+			t.State = 99
+			t.Inbox.Pop()
+			t.Send(other, "must not arrive")
+			t.OnCommit(func(ctx context.Context, tx pgx.Tx) error {
+				_, err := tx.Exec(ctx, `INSERT INTO public.side_effects VALUES (1)`)
+				return err
+			})
+			return act(t), nil
+		}))
+		id, err := tasks.Create(ctx, db, tasks.Spec{Type: typ, State: 1, Message: "keep me"})
+		require.NoError(t, err)
+		n, err := e.PollOnce(ctx)
+		require.Equal(t, 1, n, name)
+		require.ErrorContains(t, err, wants[name], name)
+		task := requireFailedOnce(t, db, id, wants[name])
+		require.JSONEq(t, "1", string(task.State), name)
+		require.Equal(t, 1, task.InboxLen, name)
+	}
+	o, err := tasks.Get(ctx, db, other)
+	require.NoError(t, err)
+	require.Zero(t, o.InboxLen, "no message of a failed poll was sent")
+	kids, err := tasks.List(ctx, db, tasks.Filter{Type: "kid"})
+	require.NoError(t, err)
+	require.Empty(t, kids)
+	var n int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM public.side_effects`).Scan(&n))
+	require.Zero(t, n, "no OnCommit of a failed poll ran")
+}
+
+// incompressible returns about n bytes of text that jsonb cannot shrink.
+func incompressible(n int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "%08x", uint32(i)*2654435761)
+	}
+	return b.String()[:n]
+}
+
+func TestOversizedMessage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "sink", WakeAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+
+	// From outside: refused, with the size and the limit, and nothing stored.
+	err = inbox.Send(ctx, db, id, tasks.ID{}, incompressible(tasks.MaxMessageBytes+1))
+	require.ErrorIs(t, err, tasks.ErrTooLarge)
+	require.ErrorContains(t, err, fmt.Sprintf("limit %d", tasks.MaxMessageBytes))
+	// The limit is on the stored (jsonb) size: a string a little shorter is taken.
+	fits := incompressible(tasks.MaxMessageBytes - 64)
+	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, fits))
+	task, err := tasks.Get(ctx, db, id)
+	require.NoError(t, err)
+	require.Equal(t, 1, task.InboxLen)
+
+	// From a poll: the poll fails with ErrTooLarge and nothing of it is kept,
+	// not even its other effects.
+	_, err = db.Exec(ctx, `CREATE TABLE public.side_effects (n int)`)
+	require.NoError(t, err)
+	other, err := tasks.Create(ctx, db, tasks.Spec{Type: "other", WakeAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	for _, how := range []string{"send", "spawn"} {
+		typ := tasks.Type("big." + how)
+		e := executor.New(db, badConfig())
+		executor.Register(e, typ, executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
+			t.State = 99
+			t.Inbox.Pop()
+			t.Send(other, "small")
+			t.Spawn("kid", nil, "small")
+			t.OnCommit(func(ctx context.Context, tx pgx.Tx) error {
+				_, err := tx.Exec(ctx, `INSERT INTO public.side_effects VALUES (1)`)
+				return err
+			})
+			if how == "send" {
+				t.Send(id, incompressible(2*tasks.MaxMessageBytes))
+			} else {
+				t.Spawn("kid", nil, incompressible(2*tasks.MaxMessageBytes))
+			}
+			return executor.Yield(), nil
+		}))
+		sender, err := tasks.Create(ctx, db, tasks.Spec{Type: typ, State: 1, Message: "keep me"})
+		require.NoError(t, err)
+		n, err := e.PollOnce(ctx)
+		require.Equal(t, 1, n)
+		require.ErrorIs(t, err, tasks.ErrTooLarge, how)
+		task := requireFailedOnce(t, db, sender, "message too large")
+		require.JSONEq(t, "1", string(task.State))
+		require.Equal(t, 1, task.InboxLen)
+	}
+	task, err = tasks.Get(ctx, db, id)
+	require.NoError(t, err)
+	require.Equal(t, 1, task.InboxLen, "only the message that fits")
+	o, err := tasks.Get(ctx, db, other)
+	require.NoError(t, err)
+	require.Zero(t, o.InboxLen)
+	kids, err := tasks.List(ctx, db, tasks.Filter{Type: "kid"})
+	require.NoError(t, err)
+	require.Empty(t, kids)
+	var n int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM public.side_effects`).Scan(&n))
+	require.Zero(t, n)
+
+	// The message that fits reaches a poll intact.
+	e := executor.New(db, badConfig())
+	var got string
+	executor.Register(e, "sink", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
+		m, _ := t.Inbox.Pop()
+		got = m.Body
+		return executor.Done(), nil
+	}))
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET wake_at = now() WHERE task_id = $1`, id)
+	require.NoError(t, err)
+	_, err = e.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, fits, got)
+}
+
+func TestMessageToEndedOrUnknownTaskFailsThePoll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	ended, err := tasks.Create(ctx, db, tasks.Spec{Type: "gone"})
+	require.NoError(t, err)
+	require.NoError(t, tasks.Cancel(ctx, db, ended))
+	for name, to := range map[string]tasks.ID{"ended": ended, "unknown": tasks.NewID()} {
+		typ := tasks.Type("sender." + name)
+		e := executor.New(db, badConfig())
+		executor.Register(e, typ, executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
+			t.State = 99
+			t.Send(to, "hello")
+			return executor.Done(), nil
+		}))
+		id, err := tasks.Create(ctx, db, tasks.Spec{Type: typ, State: 1})
+		require.NoError(t, err)
+		_, err = e.PollOnce(ctx)
+		want := map[string]error{"ended": tasks.ErrEnded, "unknown": tasks.ErrNotFound}[name]
+		require.ErrorIs(t, err, want, name)
+		requireFailedOnce(t, db, id, to.String())
+	}
+}
+
+func TestTaskTypeNoExecutorRegistered(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	orphan, err := tasks.Create(ctx, db, tasks.Spec{Type: "nobody.home", Message: "anyone?"})
+	require.NoError(t, err)
+	known, err := tasks.Create(ctx, db, tasks.Spec{Type: "known"})
+	require.NoError(t, err)
+
+	cfg := badConfig()
+	cfg.PollInterval = 20 * time.Millisecond
+	e := executor.New(testdb.Pool(t, url), cfg)
+	var polled atomic.Int32
+	executor.Register(e, "known", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		if polled.Add(1) < 5 {
+			return executor.Yield(), nil // a few rounds of claims
+		}
+		return executor.Done(), nil
+	}))
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(runCtx) }()
+	require.Eventually(t, func() bool {
+		task, err := tasks.Get(ctx, db, known)
+		require.NoError(t, err)
+		return task.Status == tasks.Done
+	}, 30*time.Second, 10*time.Millisecond)
+	stop()
+	require.NoError(t, <-done)
+
+	// The orphan waits, untouched, and listing shows it as ready.
+	ready, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.Ready})
+	require.NoError(t, err)
+	require.Len(t, ready, 1)
+	require.Equal(t, orphan, ready[0].ID)
+	require.Equal(t, tasks.Type("nobody.home"), ready[0].Type)
+	require.Equal(t, tasks.Ready, ready[0].Status)
+	require.Zero(t, ready[0].Failures)
+	require.Empty(t, ready[0].LastError)
+	require.True(t, ready[0].Heartbeat.IsZero())
+	require.Equal(t, 1, ready[0].InboxLen)
+	byType, err := tasks.List(ctx, db, tasks.Filter{Type: "nobody.home"})
+	require.NoError(t, err)
+	require.Len(t, byType, 1)
+
+	// PollOnce does not take it either.
+	n, err := e.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	// Once a poller for it runs, it is polled with its message.
+	late := executor.New(testdb.Pool(t, url), badConfig())
+	var got string
+	executor.Register(late, "nobody.home", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
+		m, _ := t.Inbox.Pop()
+		got = m.Body
+		return executor.Done(), nil
+	}))
+	n, err = late.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, "anyone?", got)
+}
+
+// sqlish are strings that would do harm if pasted into SQL.
+var sqlish = []string{
+	`x'); DROP TABLE corotask.tasks; --`,
+	`Robert'); DELETE FROM corotask.tasks WHERE ('1' = '1`,
+	`$1; SELECT pg_sleep(10)`,
+	`"; TRUNCATE corotask.tasks CASCADE; --`,
+	`' OR 1=1 --`,
+	`%`,
+	`\'; COPY corotask.tasks TO '/tmp/x'; --`,
+}
+
+type sqlState struct {
+	Text string            `json:"text"`
+	Seen []string          `json:"seen"`
+	Map  map[string]string `json:"map"`
+}
+
+func TestSQLLookingInputIsStoredAsData(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	var ids []tasks.ID
+	for _, s := range sqlish {
+		typ := tasks.Type(s)
+		require.NoError(t, typ.Validate())
+		id, err := tasks.Create(ctx, db, tasks.Spec{Type: typ, State: sqlState{Text: s, Map: map[string]string{s: s}}, Message: s})
+		require.NoError(t, err)
+		require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, map[string]string{s: s}))
+		ids = append(ids, id)
+	}
+	for i, s := range sqlish {
+		e := executor.New(db, badConfig())
+		executor.Register(e, tasks.Type(s), executor.PollerFunc[sqlState, json.RawMessage](func(ctx context.Context, t *executor.Task[sqlState, json.RawMessage]) (executor.Action, error) {
+			for {
+				m, ok := t.Inbox.Pop()
+				if !ok {
+					break
+				}
+				t.State.Seen = append(t.State.Seen, string(m.Body))
+			}
+			return executor.DoneWith(t.State), nil
+		}))
+		n, err := e.PollOnce(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "exactly the task of type %q", s)
+
+		task, err := tasks.Get(ctx, db, ids[i])
+		require.NoError(t, err)
+		require.Equal(t, tasks.Done, task.Status)
+		require.Equal(t, tasks.Type(s), task.Type)
+		var got sqlState
+		require.NoError(t, json.Unmarshal(task.Result, &got))
+		require.Equal(t, s, got.Text)
+		require.Equal(t, map[string]string{s: s}, got.Map)
+		first, _ := json.Marshal(s)
+		second, _ := json.Marshal(map[string]string{s: s})
+		require.Len(t, got.Seen, 2)
+		require.JSONEq(t, string(first), got.Seen[0])
+		require.JSONEq(t, string(second), got.Seen[1])
+
+		byType, err := tasks.List(ctx, db, tasks.Filter{Type: tasks.Type(s)})
+		require.NoError(t, err)
+		require.Len(t, byType, 1, "a type is matched exactly, not as a pattern")
+	}
+	all, err := tasks.List(ctx, db, tasks.Filter{})
+	require.NoError(t, err)
+	require.Len(t, all, len(sqlish), "nothing was dropped or deleted")
+	for _, s := range sqlish {
+		_, err := tasks.ParseID(s)
+		require.ErrorContains(t, err, "invalid task id")
+	}
+}
+
+// PostgreSQL text and jsonb cannot hold NUL characters; Go strings can.
+func TestNULCharacters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "nul"})
+	require.NoError(t, err)
+	// A message with a NUL is refused, clearly, and nothing is stored.
+	err = inbox.Send(ctx, db, id, tasks.ID{}, "a\x00b")
+	require.ErrorContains(t, err, "unsupported Unicode escape sequence")
+	task, err := tasks.Get(ctx, db, id)
+	require.NoError(t, err)
+	require.Zero(t, task.InboxLen)
+
+	// A poll whose state or message has one fails like any refused commit.
+	for _, what := range []string{"state", "message"} {
+		typ := tasks.Type("nul." + what)
+		e := executor.New(db, badConfig())
+		executor.Register(e, typ, executor.PollerFunc[string, string](func(ctx context.Context, t *executor.Task[string, string]) (executor.Action, error) {
+			if what == "state" {
+				t.State = "a\x00b"
+			} else {
+				t.Send(id, "a\x00b")
+			}
+			return executor.Yield(), nil
+		}))
+		sender, err := tasks.Create(ctx, db, tasks.Spec{Type: typ, State: "clean"})
+		require.NoError(t, err)
+		_, err = e.PollOnce(ctx)
+		require.ErrorContains(t, err, "unsupported Unicode escape sequence", what)
+		task := requireFailedOnce(t, db, sender, "unsupported Unicode escape sequence")
+		require.JSONEq(t, `"clean"`, string(task.State))
+	}
+
+	// A poll that fails with an error text PostgreSQL cannot store (a NUL,
+	// invalid UTF-8) is still recorded as failed, its claim released: the
+	// text is made storable.
+	e := executor.New(db, badConfig())
+	executor.Register(e, "nul.error", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		return executor.Action{}, errors.New("bad \x00 byte \xff here")
+	}))
+	failing, err := tasks.Create(ctx, db, tasks.Spec{Type: "nul.error"})
+	require.NoError(t, err)
+	_, err = e.PollOnce(ctx)
+	require.ErrorContains(t, err, "bad")
+	task = requireFailedOnce(t, db, failing, "bad ")
+	require.Contains(t, task.LastError, "here")
+}

@@ -1,0 +1,193 @@
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/corotask/corotask/executor"
+	"github.com/corotask/corotask/tasks"
+)
+
+// WorkerEnv is the environment variable that carries a worker's
+// configuration (JSON): a test binary started with it set runs WorkerMain
+// instead of its tests.
+const WorkerEnv = "COROTASK_FAULTS_WORKER"
+
+// AppNamePrefix starts the application_name of every worker connection, so
+// that the harness can find them in pg_stat_activity.
+const AppNamePrefix = "corotask-fault-worker"
+
+// WorkerConfig configures one worker process.
+type WorkerConfig struct {
+	URL  string // the database
+	Name string // e.g. w1; the same across restarts of one worker slot
+	Seed uint64
+	// AttemptLog is the file every poll appends one line to when it starts
+	// (and when it fails, panics, stalls or kills its process on purpose):
+	// written before anything else, it survives SIGKILL.
+	AttemptLog       string
+	Concurrency      int
+	HeartbeatTimeout time.Duration
+	PollInterval     time.Duration
+	// ErrorRate, PanicRate and StallRate are the chances that a poll fails,
+	// panics, or stalls for Stall (ignoring its context) before going on.
+	ErrorRate, PanicRate, StallRate float64
+	Stall                           time.Duration
+}
+
+// Worker runs the workload's pollers in one process.
+type Worker struct {
+	cfg   WorkerConfig
+	armed atomic.Int32 // a kill point, armed by SIGUSR1 or SIGUSR2
+
+	mu  sync.Mutex
+	rng *rand.Rand
+	log *os.File
+}
+
+// Kill points.
+const (
+	killNone int32 = iota
+	killInPoll
+	killInCommit
+)
+
+// WorkerMain runs a worker configured by cfgJSON (a WorkerConfig) until
+// SIGTERM or SIGINT, and returns the process's exit code.
+func WorkerMain(cfgJSON string) int {
+	// First of all, before a signal's default action can kill the process.
+	armSignals := make(chan os.Signal, 4)
+	signal.Notify(armSignals, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGHUP)
+	var cfg WorkerConfig
+	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "faults worker: bad configuration: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := runWorker(ctx, cfg, armSignals); err != nil {
+		fmt.Fprintf(os.Stderr, "faults worker %s: %v\n", cfg.Name, err)
+		return 1
+	}
+	return 0
+}
+
+// RunWorker runs an executor with the workload's pollers until ctx ends,
+// then stops it gracefully. Logs (JSON) go to stderr.
+//
+// Signals: SIGUSR1 arms a kill in the next poll (the process SIGKILLs itself
+// in the middle of a poll), SIGUSR2 a kill in the next commit (inside the
+// commit transaction, after the task's row was updated), SIGHUP disarms.
+func RunWorker(ctx context.Context, cfg WorkerConfig) error {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGHUP)
+	return runWorker(ctx, cfg, sigs)
+}
+
+func runWorker(ctx context.Context, cfg WorkerConfig, sigs chan os.Signal) error {
+	f, err := os.OpenFile(cfg.AttemptLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := &Worker{cfg: cfg, log: f, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+
+	pcfg, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return err
+	}
+	pcfg.ConnConfig.RuntimeParams["application_name"] = AppNamePrefix + "-" + cfg.Name
+	pcfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger = logger.With("worker", cfg.Name, "pid", os.Getpid())
+	e := executor.New(pool, executor.Config{
+		Concurrency:      cfg.Concurrency,
+		HeartbeatTimeout: cfg.HeartbeatTimeout,
+		PollInterval:     cfg.PollInterval,
+		ShutdownTimeout:  5 * time.Second,
+		Retention:        -1, // the ledger check needs every ended task
+		BackoffMin:       20 * time.Millisecond,
+		BackoffMax:       500 * time.Millisecond,
+		Logger:           logger,
+	})
+	nodes := executor.PollerFunc[NodeState, Msg](w.pollNode)
+	executor.Register(e, TypeRoot, nodes)
+	executor.Register(e, TypeNode, nodes)
+	executor.Register(e, TypeDoomed, executor.PollerFunc[struct{}, Msg](w.pollDoomed), executor.MaxFailures(DoomedMaxFailures))
+	executor.Register(e, TypeVictim, executor.PollerFunc[VictimState, Msg](w.pollVictim))
+
+	defer signal.Stop(sigs)
+	go func() {
+		for s := range sigs {
+			switch s {
+			case syscall.SIGUSR1:
+				w.armed.Store(killInPoll)
+			case syscall.SIGUSR2:
+				w.armed.Store(killInCommit)
+			case syscall.SIGHUP:
+				w.armed.Store(killNone)
+			}
+		}
+	}()
+	logger.Info("faults: worker started")
+	err = e.Run(ctx)
+	logger.Info("faults: worker stopped", "error", err)
+	return err
+}
+
+// maybeDie kills the process if a kill is armed at this point.
+func (w *Worker) maybeDie(at int32) {
+	if !w.armed.CompareAndSwap(at, killNone) {
+		return
+	}
+	what := "poll"
+	if at == killInCommit {
+		what = "commit"
+	}
+	w.attempt("K", tasks.Type(what), tasks.ID{})
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // SIGKILL cannot be caught: wait for it
+}
+
+// attempt appends one line to the attempt log: kind, task type, task id.
+func (w *Worker) attempt(kind string, typ tasks.Type, id tasks.ID) {
+	line := kind + " " + string(typ) + " " + id.UUID() + "\n"
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, _ = w.log.WriteString(line)
+}
+
+func (w *Worker) float() float64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rng.Float64()
+}
+
+func (w *Worker) intn(n int) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rng.IntN(n)
+}
+
+// pad returns some kilobytes of text, so that messages vary in size.
+func (w *Worker) pad() string {
+	return strings.Repeat("x", 1+w.intn(4096))
+}
