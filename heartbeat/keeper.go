@@ -138,26 +138,39 @@ func (k *Keeper) Renew(ctx context.Context) error {
 		return nil
 	}
 	sent := k.now()
-	// Rows are locked in task_id order, as commits lock theirs, so that a
-	// renewal and a commit touching the same tasks wait rather than deadlock.
-	rows, err := k.db.Query(ctx, `WITH locked AS MATERIALIZED (
+	// A row another transaction holds (the poll's own commit, most likely) is
+	// skipped rather than waited for: a renewal never blocks, so it cannot
+	// deadlock with commits. A skipped claim that still matches is kept and
+	// tried again at the next interval.
+	rows, err := k.db.Query(ctx, `WITH input AS (
+			SELECT * FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
+		), locked AS MATERIALIZED (
 			SELECT t.task_id FROM corotask.tasks t
-			JOIN unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim) ON t.task_id = c.task_id AND t.claim = c.claim
-			ORDER BY t.task_id
-			FOR UPDATE OF t
+			JOIN input c ON t.task_id = c.task_id AND t.claim = c.claim
+			FOR UPDATE OF t SKIP LOCKED
+		), renewed AS (
+			UPDATE corotask.tasks t SET heartbeat = now()
+			FROM locked WHERE t.task_id = locked.task_id
+			RETURNING t.task_id
 		)
-		UPDATE corotask.tasks t SET heartbeat = now()
-		FROM locked WHERE t.task_id = locked.task_id
-		RETURNING t.task_id`, ids, tokens)
-	var kept map[tasks.ID]bool
+		SELECT c.task_id, r.task_id IS NOT NULL, t.claim IS NOT DISTINCT FROM c.claim
+		FROM input c
+		LEFT JOIN renewed r ON r.task_id = c.task_id
+		LEFT JOIN corotask.tasks t ON t.task_id = c.task_id`, ids, tokens)
+	var renewed, held map[tasks.ID]bool
 	if err == nil {
-		kept = make(map[tasks.ID]bool, len(ids))
+		renewed, held = make(map[tasks.ID]bool, len(ids)), map[tasks.ID]bool{}
 		var id tasks.ID
+		var ok, ours bool
 		for rows.Next() {
-			if err = rows.Scan(&id); err != nil {
+			if err = rows.Scan(&id, &ok, &ours); err != nil {
 				break
 			}
-			kept[id] = true
+			if ok {
+				renewed[id] = true
+			} else if ours {
+				held[id] = true
+			}
 		}
 		rows.Close()
 		if err == nil {
@@ -173,8 +186,13 @@ func (k *Keeper) Renew(ctx context.Context) error {
 			continue // finished (or re-claimed) while we renewed
 		}
 		switch {
-		case err == nil && kept[id]:
+		case err == nil && renewed[id]:
 			e.renewed = sent
+		case err == nil && held[id] && k.now().Sub(e.renewed) < k.cfg.Timeout:
+			// Busy in another transaction, but still ours: next time.
+		case err == nil && held[id]:
+			lost, causes = append(lost, e), append(causes, ErrRenewTimeout)
+			delete(k.entries, id)
 		case err == nil:
 			lost, causes = append(lost, e), append(causes, ErrClaimLost)
 			delete(k.entries, id)

@@ -318,29 +318,33 @@ CREATE FUNCTION corotask.commit_polls(
 LANGUAGE plpgsql SET search_path = '' AS $$
 DECLARE
     r record;
+    others uuid[];
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(p_actions) AS a
                WHERE a IS NULL OR a NOT IN ('yield', 'sleep', 'until', 'suspend', 'done')) THEN
         RAISE EXCEPTION 'corotask: unknown poll action in %', p_actions;
     END IF;
-    -- Lock every row this commit writes (the polled tasks, the recipients of
-    -- their messages, the parents of those that end) in task_id order before
-    -- writing any, as heartbeat renewals do: commits and renewals that touch
-    -- the same tasks then wait for each other instead of deadlocking (two tasks
-    -- that message each other, committed at once by two executors).
-    PERFORM 1 FROM corotask.tasks t
-    WHERE t.task_id IN (
-        SELECT unnest(p_tasks)
-        UNION
-        SELECT (s.e ->> 'to')::uuid
-        FROM unnest(p_effects) AS f(eff), jsonb_array_elements(coalesce(f.eff -> 'send', '[]')) AS s(e)
+    -- A commit that writes rows beyond its own tasks (messages to other
+    -- tasks, completions to parents) locks every row it writes in task_id
+    -- order before writing any, so that two such commits wait for each other
+    -- instead of deadlocking (two tasks that message each other, committed at
+    -- once by two executors). A commit that writes only its own tasks (claims
+    -- are exclusive) needs no such pass; heartbeat renewals never wait.
+    SELECT array_agg(x) INTO others FROM (
+        SELECT (s.e ->> 'to')::uuid AS x
+        FROM unnest(p_effects) AS f(eff), jsonb_array_elements(f.eff -> 'send') AS s(e)
+        WHERE f.eff ? 'send'
         UNION
         SELECT p.parent_id FROM unnest(p_tasks, p_actions) AS u(task_id, action)
         JOIN corotask.tasks p ON p.task_id = u.task_id
         WHERE u.action = 'done' AND p.parent_id IS NOT NULL
-    )
-    ORDER BY t.task_id
-    FOR UPDATE;
+    ) o;
+    IF others IS NOT NULL THEN
+        PERFORM 1 FROM corotask.tasks t
+        WHERE t.task_id = ANY (p_tasks || others)
+        ORDER BY t.task_id
+        FOR UPDATE;
+    END IF;
     FOR r IN
         WITH input AS (
             SELECT * FROM unnest(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats, p_results, p_effects)
