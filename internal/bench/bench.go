@@ -1,0 +1,391 @@
+// Package bench measures corotask: the scenarios behind `corotask bench`
+// (and the `go test -bench` benchmarks of this package).
+//
+// Each scenario runs in a fresh database that it creates on the server
+// (corotask_bench_<random>), migrates, and drops at the end, so a run never
+// touches user data and two runs never see each other's tasks. Figures are
+// printed for people, or as one JSON object per scenario with Options.JSON.
+// docs/benchmarks.md describes the method and the figures measured.
+//
+// The CLI wires it in with a few lines:
+//
+//	func main() {
+//		bench.MaybeWorker() // first thing: a worker process of `bench oneshot -executors N`
+//		...
+//	}
+//
+//	// corotask bench SCENARIO [flags]
+//	var opts bench.Options
+//	opts.RegisterFlags(fs)
+//	...
+//	opts.Scenario, opts.DatabaseURL = args[0], databaseURL
+//	return bench.Run(ctx, opts, stdout, stderr)
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options says which scenario to run and how big. Zero fields take the
+// scenario's default, documented on each field and printed by `corotask bench
+// --help` (see Usage).
+type Options struct {
+	// DatabaseURL is the server to run on (any database of it: the scenario
+	// creates its own). Empty: internal/database's resolution ($DATABASE_URL,
+	// 127.0.0.1:5432, else a private cluster).
+	DatabaseURL string
+	// Scenario is one of Scenarios(), or "all".
+	Scenario string
+
+	// N is how many of the scenario's unit to run: tasks for oneshot
+	// (50,000) and create (100,000), round trips for pingpong (2,000), task
+	// lifecycles for bloat (200,000), and fib(N) for tree (20, 21,891 tasks).
+	N int
+	// Workers is how many polls run at once, in total over all executors
+	// (executor.Config.Concurrency): oneshot, tree, fanin, bloat. Default 100.
+	Workers int
+	// Executors is how many executors share the oneshot work, each with its
+	// own pool and Workers/Executors slots. Default 1. More than one run as
+	// worker processes (this binary re-executed; see MaybeWorker) unless
+	// InProcess.
+	Executors int
+	// InProcess runs every executor in this process (each with its own
+	// pool) instead of in worker processes.
+	InProcess bool
+	// Pool is the most connections each executor's pool opens. Default 20.
+	Pool int
+	// Batch is how many tasks one CreateMany call creates. Default 1,000.
+	Batch int
+	// Writers is how many CreateMany calls the create scenario runs at once.
+	// Default 1.
+	Writers int
+	// K is fanin's number of children (1,000); the tree's branching factor
+	// with Shape "kary" (10); idle's ready tasks per claim (10).
+	K int
+	// M is how many polls the heartbeat scenario keeps in flight. Default 10,000.
+	M int
+	// Shape is the tree: "fib" (fibonacci, N) or "kary" (K children per
+	// task, Depth levels below the root). Default "fib".
+	Shape string
+	// Depth is the depth of the kary tree. Default 4.
+	Depth int
+	// Duration is how long the heartbeat scenario holds its polls in flight
+	// once they all are (10s).
+	Duration time.Duration
+	// HeartbeatInterval is the executor's heartbeat interval in the heartbeat
+	// scenario. Default 1s.
+	HeartbeatInterval time.Duration
+	// Gap is the pause between pingpong round trips, once the previous one
+	// has committed, so each message finds an idle executor. Default 5ms.
+	Gap time.Duration
+	// Levels are idle's numbers of background tasks in each state.
+	// Default 0, 10,000 and 100,000.
+	Levels []int
+	// Iterations is how many claims idle times at each level. Default 300.
+	Iterations int
+	// Retention is the executor's retention of ended tasks in the bloat
+	// scenario. Default 2s.
+	Retention time.Duration
+	// SampleEvery is how often bloat samples the table's size. Default 5s.
+	SampleEvery time.Duration
+
+	// JSON prints one JSON object per scenario instead of text.
+	JSON bool
+	// CPUProfile writes a CPU profile of the scenario's executors to this
+	// file (with -executors N in processes: FILE.1 ... FILE.N).
+	CPUProfile string
+	// Statements adds the scenario's top statements from pg_stat_statements,
+	// when the server preloads it.
+	Statements bool
+	// KeepDatabase leaves the scenario's database in place, for a look with
+	// EXPLAIN afterwards; its name is printed.
+	KeepDatabase bool
+	// NoAnalyze skips the ANALYZE that scenarios run after creating their
+	// tasks in bulk (autovacuum would do it, later).
+	NoAnalyze bool
+}
+
+// scenario is one benchmark.
+type scenario struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, r *runner, res *Result) error
+}
+
+var scenarios = []scenario{
+	{"oneshot", "N tasks created in bulk, each polled once to Done: tasks/s from the first claim to the last commit", runOneshot},
+	{"create", "N tasks created with CreateMany in batches of -batch: tasks/s", runCreate},
+	{"tree", "fan-out/fan-in: fibonacci(N) or a k-ary tree of tasks that spawn children and sum their results", runTree},
+	{"pingpong", "N messages sent to a suspended task: latency from Send to the start of the poll that sees it", runPingPong},
+	{"fanin", "K children each completing into one parent: time until the parent has all K", runFanin},
+	{"heartbeat", "M polls in flight for -duration: heartbeat statements/s, executor CPU and memory", runHeartbeat},
+	{"idle", "claim cost with -levels tasks sleeping, suspended or running, relative to none", runIdle},
+	{"bloat", "N task lifecycles (create, claim, commit done, retention delete): table size and dead tuples over time", runBloat},
+}
+
+// Scenarios returns the names of the scenarios, in the order "all" runs them.
+func Scenarios() []string {
+	out := make([]string, len(scenarios))
+	for i, s := range scenarios {
+		out[i] = s.name
+	}
+	return out
+}
+
+// Usage describes the scenarios, for `corotask bench --help`.
+var Usage = func() string {
+	var b strings.Builder
+	b.WriteString(`Run a benchmark scenario (or "all") in a fresh database created on the
+server for it and dropped at the end, and print its figures (--json: one JSON
+object per scenario). See docs/benchmarks.md for the method.
+
+Scenarios:
+`)
+	for _, s := range scenarios {
+		fmt.Fprintf(&b, "  %-10s %s\n", s.name, s.summary)
+	}
+	b.WriteString(`  all        every scenario above, in this order, each at its default size
+
+Sizes default to the targets of docs/benchmarks.md; use smaller ones (e.g.
+-n 5000) for a quick look.`)
+	return b.String()
+}()
+
+// RegisterFlags declares the flags of `corotask bench` on fs, bound to o.
+// DatabaseURL and Scenario are left to the caller (the CLI's --database-url
+// and first argument).
+func (o *Options) RegisterFlags(fs *flag.FlagSet) {
+	fs.IntVar(&o.N, "n", o.N, "`N`: tasks (oneshot 50000, create 100000), round trips (pingpong 2000), lifecycles (bloat 200000), fib(N) (tree 20)")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "polls at once over all executors, `N` (default 100)")
+	fs.IntVar(&o.Executors, "executors", o.Executors, "oneshot: executor processes, `N` (default 1)")
+	fs.BoolVar(&o.InProcess, "in-process", o.InProcess, "oneshot: run the executors in this process, not as worker processes")
+	fs.IntVar(&o.Pool, "pool", o.Pool, "connections per executor pool, `N` (default 20)")
+	fs.IntVar(&o.Batch, "batch", o.Batch, "tasks per CreateMany call, `N` (default 1000)")
+	fs.IntVar(&o.Writers, "writers", o.Writers, "create: concurrent CreateMany callers, `N` (default 1)")
+	fs.IntVar(&o.K, "k", o.K, "fanin children (1000), kary tree branching (10), idle ready tasks per claim (10): `K`")
+	fs.IntVar(&o.M, "m", o.M, "heartbeat: polls in flight, `M` (default 10000)")
+	fs.StringVar(&o.Shape, "shape", o.Shape, "tree: `SHAPE` fib or kary (default fib)")
+	fs.IntVar(&o.Depth, "depth", o.Depth, "tree: depth of the kary tree, `N` (default 4)")
+	fs.DurationVar(&o.Duration, "duration", o.Duration, "heartbeat: how long to hold the polls in flight (default 10s)")
+	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", o.HeartbeatInterval, "heartbeat: the executor's heartbeat interval (default 1s)")
+	fs.DurationVar(&o.Gap, "gap", o.Gap, "pingpong: pause between round trips (default 5ms)")
+	fs.Var((*intList)(&o.Levels), "levels", "idle: background task counts, comma-separated (default 0,10000,100000)")
+	fs.IntVar(&o.Iterations, "iterations", o.Iterations, "idle: claims timed per level, `N` (default 300)")
+	fs.DurationVar(&o.Retention, "retention", o.Retention, "bloat: retention of ended tasks (default 2s)")
+	fs.DurationVar(&o.SampleEvery, "sample-every", o.SampleEvery, "bloat: sampling interval of the table size (default 5s)")
+	fs.BoolVar(&o.JSON, "json", o.JSON, "print one JSON object per scenario")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", o.CPUProfile, "write a CPU profile of the executors to `FILE`")
+	fs.BoolVar(&o.Statements, "statements", o.Statements, "report the top statements from pg_stat_statements (if preloaded)")
+	fs.BoolVar(&o.KeepDatabase, "keep-database", o.KeepDatabase, "do not drop the scenario's database")
+	fs.BoolVar(&o.NoAnalyze, "no-analyze", o.NoAnalyze, "do not ANALYZE after bulk creation")
+}
+
+// intList is a comma-separated list of ints, as a flag.Value.
+type intList []int
+
+func (l *intList) String() string {
+	if l == nil {
+		return ""
+	}
+	s := make([]string, len(*l))
+	for i, v := range *l {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *intList) Set(s string) error {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.ReplaceAll(strings.TrimSpace(f), "_", ""))
+		if err != nil || v < 0 {
+			return fmt.Errorf("not a count: %q", f)
+		}
+		out = append(out, v)
+	}
+	*l = out
+	return nil
+}
+
+// withDefaults fills the zero fields of o with the defaults of scenario name.
+func (o Options) withDefaults(name string) Options {
+	def := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	defD := func(p *time.Duration, v time.Duration) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	switch name {
+	case "oneshot":
+		def(&o.N, 50_000)
+	case "create":
+		def(&o.N, 100_000)
+	case "pingpong":
+		def(&o.N, 2_000)
+	case "bloat":
+		def(&o.N, 200_000)
+	case "tree":
+		def(&o.N, 20)
+	}
+	def(&o.Workers, 100)
+	def(&o.Executors, 1)
+	def(&o.Pool, 20)
+	def(&o.Batch, 1_000)
+	def(&o.Writers, 1)
+	switch name {
+	case "fanin":
+		def(&o.K, 1_000)
+	default:
+		def(&o.K, 10)
+	}
+	def(&o.M, 10_000)
+	def(&o.Depth, 4)
+	def(&o.Iterations, 300)
+	if o.Shape == "" {
+		o.Shape = "fib"
+	}
+	if o.Levels == nil {
+		o.Levels = []int{0, 10_000, 100_000}
+	}
+	defD(&o.Duration, 10*time.Second)
+	defD(&o.HeartbeatInterval, time.Second)
+	defD(&o.Gap, 5*time.Millisecond)
+	defD(&o.Retention, 2*time.Second)
+	defD(&o.SampleEvery, 5*time.Second)
+	return o
+}
+
+func (o Options) validate() error {
+	for _, v := range []struct {
+		name string
+		v    int
+	}{{"n", o.N}, {"workers", o.Workers}, {"executors", o.Executors}, {"pool", o.Pool}, {"batch", o.Batch},
+		{"writers", o.Writers}, {"k", o.K}, {"m", o.M}, {"depth", o.Depth}, {"iterations", o.Iterations}} {
+		if v.v < 0 {
+			return fmt.Errorf("-%s must not be negative", v.name)
+		}
+	}
+	if o.Pool == 1 {
+		return errors.New("-pool must be at least 2 (the executor holds one connection for LISTEN)")
+	}
+	if o.Executors > o.Workers && o.Workers > 0 {
+		return fmt.Errorf("-executors %d is more than -workers %d", o.Executors, o.Workers)
+	}
+	if o.Shape != "" && o.Shape != "fib" && o.Shape != "kary" {
+		return fmt.Errorf("-shape must be fib or kary, not %q", o.Shape)
+	}
+	if o.Shape != "kary" && o.N > 30 && o.Scenario == "tree" {
+		return fmt.Errorf("tree: fib(%d) makes too many tasks; use -n 30 or less", o.N)
+	}
+	return nil
+}
+
+// Run runs the scenario opts.Scenario (or all of them) and prints its
+// figures on stdout, and its progress on stderr.
+func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) error {
+	var todo []scenario
+	switch opts.Scenario {
+	case "":
+		return fmt.Errorf("no scenario: name one of %s, or all", strings.Join(Scenarios(), ", "))
+	case "all":
+		todo = scenarios
+	default:
+		i := slices.IndexFunc(scenarios, func(s scenario) bool { return s.name == opts.Scenario })
+		if i < 0 {
+			return fmt.Errorf("unknown scenario %q: name one of %s, or all", opts.Scenario, strings.Join(Scenarios(), ", "))
+		}
+		todo = scenarios[i : i+1]
+	}
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	srv, err := openServer(ctx, opts.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	for i, s := range todo {
+		o := opts.withDefaults(s.name)
+		o.Scenario = s.name
+		if opts.Scenario == "all" && o.CPUProfile != "" {
+			o.CPUProfile = opts.CPUProfile + "." + s.name
+		}
+		res, err := runOne(ctx, srv, s, o, stderr)
+		if err != nil {
+			return fmt.Errorf("bench %s: %w", s.name, err)
+		}
+		if opts.JSON {
+			if err := res.writeJSON(stdout); err != nil {
+				return err
+			}
+		} else {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			res.writeText(stdout, i == 0)
+		}
+	}
+	return nil
+}
+
+// runOne runs one scenario in a fresh database.
+func runOne(ctx context.Context, srv *server, s scenario, o Options, stderr io.Writer) (*Result, error) {
+	// How busy the machine is before we start: others' load skews figures.
+	before := sampleCPU(ctx, nil)
+	time.Sleep(300 * time.Millisecond)
+	load := before.until(sampleCPU(ctx, nil))
+	db, err := srv.freshDatabase(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if o.KeepDatabase {
+			fmt.Fprintf(stderr, "bench %s: kept database %s\n", s.name, db.name)
+			return
+		}
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := srv.drop(dctx, db.name); err != nil {
+			fmt.Fprintf(stderr, "bench %s: drop database %s: %v\n", s.name, db.name, err)
+		}
+	}()
+	r := newRunner(db.url, "", o, stderr)
+	res := &Result{Scenario: s.name, Env: srv.env, Started: time.Now()}
+	if what, age := srv.horizonHolder(ctx); what != "" {
+		res.param("xmin_held_sec", round(age))
+		res.note("%s has been open for %.0fs: it holds back the xmin horizon of the whole server, so the index entries of claimed tasks are not marked dead and each claim walks past them (slower claims until VACUUM)", what, age)
+	}
+	if load.ok {
+		res.param("machine_busy_before_pct", round(100*load.busy))
+		if load.busy > 0.1 {
+			res.note("the machine was %.0f%% busy just before this scenario (another workload): its figures may be low", 100*load.busy)
+		}
+	}
+	if o.Statements {
+		r.statements = srv.statementsAvailable(ctx, db.url)
+		if !r.statements {
+			res.note("pg_stat_statements is not preloaded on this server (shared_preload_libraries): no statement statistics")
+		}
+	}
+	if err := s.run(ctx, r, res); err != nil {
+		return nil, err
+	}
+	if r.statements {
+		if err := r.collectStatements(ctx, res); err != nil {
+			res.note("pg_stat_statements: %v", err)
+		}
+	}
+	res.Elapsed = time.Since(res.Started)
+	return res, nil
+}

@@ -1,0 +1,223 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/internal/testdb"
+)
+
+// TestMain lets the oneshot scenario re-execute this test binary as its
+// worker processes.
+func TestMain(m *testing.M) {
+	MaybeWorker()
+	os.Exit(m.Run())
+}
+
+// logWriter sends what is written to it to t.Log, line by line.
+type logWriter struct {
+	t  testing.TB
+	mu sync.Mutex
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sc := bufio.NewScanner(bytes.NewReader(p))
+	for sc.Scan() {
+		w.t.Log(sc.Text())
+	}
+	return len(p), nil
+}
+
+// record is the part of a JSON record the tests look at.
+type record struct {
+	Scenario string             `json:"scenario"`
+	Params   map[string]any     `json:"params"`
+	Metrics  map[string]float64 `json:"metrics"`
+	Env      Env                `json:"env"`
+	Series   []map[string]any   `json:"series"`
+}
+
+// TestScenariosSmoke runs every scenario at a tiny size, and checks that it
+// completes and that its figures add up. It asserts nothing about speed.
+func TestScenariosSmoke(t *testing.T) {
+	t.Parallel()
+	admin := testdb.AdminURL(t)
+	tiny := map[string]Options{
+		"oneshot":   {N: 300, Workers: 10, Executors: 2, Pool: 4, Batch: 100},
+		"create":    {N: 500, Batch: 100, Writers: 2},
+		"tree":      {N: 8, Workers: 10, Pool: 4},
+		"pingpong":  {N: 20, Gap: time.Millisecond},
+		"fanin":     {K: 50, Workers: 10, Pool: 4},
+		"heartbeat": {M: 50, Duration: 2 * time.Second, HeartbeatInterval: 200 * time.Millisecond, Pool: 4},
+		"idle":      {K: 3, Levels: []int{0, 300}, Iterations: 10},
+		"bloat":     {N: 3000, Workers: 10, Pool: 4, Retention: 300 * time.Millisecond, SampleEvery: 300 * time.Millisecond},
+	}
+	require.ElementsMatch(t, Scenarios(), keys(tiny), "a tiny size for every scenario")
+	for _, name := range Scenarios() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			o := tiny[name]
+			o.DatabaseURL, o.Scenario, o.JSON = admin, name, true
+			var out bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			require.NoError(t, Run(ctx, o, &out, &logWriter{t: t}))
+			var rec record
+			require.NoError(t, json.Unmarshal(out.Bytes(), &rec), out.String())
+			require.Equal(t, name, rec.Scenario)
+			require.Equal(t, "on", rec.Env.SynchronousCommit)
+			m := rec.Metrics
+			switch name {
+			case "oneshot":
+				require.Equal(t, 300.0, m["tasks_done"])
+				require.Equal(t, 300.0, m["polls"])
+				require.Positive(t, m["tasks_per_sec"])
+				require.Equal(t, "processes", rec.Params["mode"])
+			case "create":
+				require.Equal(t, 500.0, m["tasks"])
+				require.Positive(t, m["tasks_per_sec"])
+			case "tree":
+				require.Equal(t, 67.0, m["tasks_done"], "fib(8) makes 67 tasks")
+				require.Positive(t, m["wall_sec"])
+			case "pingpong":
+				require.Positive(t, m["p50_ms"])
+				require.LessOrEqual(t, m["p50_ms"], m["p99_ms"])
+				require.LessOrEqual(t, m["p99_ms"], m["max_ms"])
+			case "fanin":
+				require.Equal(t, 50.0, m["results_delivered"])
+				require.Equal(t, 50.0, m["child_polls"])
+				require.Positive(t, m["total_ms"])
+			case "heartbeat":
+				require.Positive(t, m["heartbeat_statements"])
+				require.Positive(t, m["heap_inuse_bytes"]+m["go_sys_bytes"])
+			case "idle":
+				for _, k := range []string{"claim_ms_sleeping_0", "claim_ms_sleeping_300", "claim_ms_suspended_300", "claim_ms_running_300", "claim_ms_running_0"} {
+					require.Positive(t, m[k], k)
+				}
+				require.Contains(t, m, "claim_ratio_running_300")
+			case "bloat":
+				require.Equal(t, 3000.0, m["lifecycles"])
+				require.GreaterOrEqual(t, len(rec.Series), 2)
+			}
+		})
+	}
+}
+
+func keys(m map[string]Options) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestRunRefusesUnknownScenario(t *testing.T) {
+	t.Parallel()
+	err := Run(context.Background(), Options{Scenario: "nope"}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, `unknown scenario "nope"`)
+	err = Run(context.Background(), Options{}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "no scenario")
+}
+
+func TestRegisterFlags(t *testing.T) {
+	t.Parallel()
+	var o Options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	o.RegisterFlags(fs)
+	require.NoError(t, fs.Parse([]string{"-n", "7", "-workers", "3", "-executors", "2", "-levels", "0,10_000",
+		"-duration", "2s", "-json", "-in-process"}))
+	require.Equal(t, 7, o.N)
+	require.Equal(t, 3, o.Workers)
+	require.Equal(t, 2, o.Executors)
+	require.Equal(t, []int{0, 10000}, o.Levels)
+	require.Equal(t, 2*time.Second, o.Duration)
+	require.True(t, o.JSON)
+	require.True(t, o.InProcess)
+	d := Options{}.withDefaults("oneshot")
+	require.Equal(t, 50_000, d.N)
+	require.Equal(t, 100, d.Workers)
+	for _, s := range Scenarios() {
+		require.Contains(t, Usage, s)
+	}
+}
+
+func TestWithDatabase(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "postgres://u:p@h:5432/x?sslmode=disable", withDatabase("postgres://u:p@h:5432/postgres?sslmode=disable", "x"))
+	require.Equal(t, "postgresql://h/x", withDatabase("postgresql://h", "x"))
+	require.Equal(t, "host=/tmp user=postgres dbname=x", withDatabase("host=/tmp user=postgres", "x"))
+}
+
+func TestFieldsJSONKeepsOrder(t *testing.T) {
+	t.Parallel()
+	var f Fields
+	f.set("b", 1)
+	f.set("a", 2.123456)
+	f.set("b", 3)
+	b, err := json.Marshal(f)
+	require.NoError(t, err)
+	require.Equal(t, `{"b":3,"a":2.123}`, string(b))
+	require.True(t, strings.HasPrefix(format("x_bytes", 2048.0), "2.0 kB"))
+	require.Equal(t, "12,345", format("n", 12345))
+}
+
+// benchRunner is a runner on a fresh test database.
+func benchRunner(b *testing.B, scenario string, o Options) *runner {
+	o.Scenario = scenario
+	return newRunner(testdb.URL(b), "", o.withDefaults(scenario), io.Discard)
+}
+
+// BenchmarkCreateMany creates b.N tasks with CreateMany, 1,000 per call.
+func BenchmarkCreateMany(b *testing.B) {
+	r := benchRunner(b, "create", Options{N: b.N})
+	res := &Result{}
+	b.ResetTimer()
+	require.NoError(b, runCreate(context.Background(), r, res))
+	b.ReportMetric(res.Metrics.Float("tasks_per_sec"), "tasks/s")
+}
+
+// BenchmarkOneshot polls b.N tasks once each to Done, with one executor of
+// 100 workers in this process.
+func BenchmarkOneshot(b *testing.B) {
+	r := benchRunner(b, "oneshot", Options{N: max(b.N, 100)})
+	res := &Result{}
+	b.ResetTimer()
+	require.NoError(b, runOneshot(context.Background(), r, res))
+	b.ReportMetric(res.Metrics.Float("tasks_per_sec"), "tasks/s")
+}
+
+// BenchmarkPingPong sends b.N messages, one at a time, to a suspended task.
+func BenchmarkPingPong(b *testing.B) {
+	r := benchRunner(b, "pingpong", Options{N: b.N, Gap: time.Millisecond})
+	res := &Result{}
+	b.ResetTimer()
+	require.NoError(b, runPingPong(context.Background(), r, res))
+	b.ReportMetric(res.Metrics.Float("p50_ms"), "p50-ms")
+	b.ReportMetric(res.Metrics.Float("p99_ms"), "p99-ms")
+}
+
+// BenchmarkFanin has one parent collect the results of 100 children, b.N
+// times.
+func BenchmarkFanin(b *testing.B) {
+	var total time.Duration
+	for range b.N {
+		r := benchRunner(b, "fanin", Options{K: 100})
+		res := &Result{}
+		require.NoError(b, runFanin(context.Background(), r, res))
+		total += time.Duration(res.Metrics.Float("total_ms") * float64(time.Millisecond))
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/fanin")
+}

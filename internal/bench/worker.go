@@ -1,0 +1,238 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/corotask/corotask/executor"
+)
+
+// WorkerEnv is the environment variable that turns a process into a bench
+// worker: `corotask bench oneshot -executors N` re-executes its own binary
+// (os.Executable) N times with it set, and each of those processes runs one
+// executor until its standard input closes. See MaybeWorker.
+const WorkerEnv = "COROTASK_BENCH_WORKER"
+
+// workerReady is the line a worker prints once its executor runs.
+const workerReady = "corotask-bench-worker ready"
+
+// MaybeWorker makes this process a bench worker, and exits it when done,
+// if it was started as one (WorkerEnv is set); otherwise it returns at once.
+// Call it first thing in main of any binary that runs Run with
+// Options.Executors > 1 (the corotask CLI), and in TestMain of tests that
+// do. A binary that does not call it can still use Options.InProcess.
+func MaybeWorker() {
+	spec := os.Getenv(WorkerEnv)
+	if spec == "" {
+		return
+	}
+	os.Exit(worker(spec, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// workerSpec is what a worker is asked to do, passed as JSON in WorkerEnv.
+type workerSpec struct {
+	URL         string `json:"url"`
+	DB          string `json:"db,omitempty"`
+	Kind        string `json:"kind"` // "oneshot"
+	Concurrency int    `json:"concurrency"`
+	Pool        int    `json:"pool"`
+	CPUProfile  string `json:"cpuprofile,omitempty"`
+}
+
+// workerReport is what a worker says when it stops, as one JSON line.
+type workerReport struct {
+	FirstPollUnixNano int64  `json:"first_poll_unix_nano"`
+	Polls             int64  `json:"polls"`
+	CPUNano           int64  `json:"cpu_nano"`
+	PeakRSS           int64  `json:"peak_rss_bytes"`
+	HeapInuse         int64  `json:"heap_inuse_bytes"`
+	Error             string `json:"error,omitempty"`
+}
+
+// worker runs one executor as spec says until stdin closes, then prints its
+// report on stdout; it returns the process's exit code.
+func worker(specJSON string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var spec workerSpec
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "corotask bench worker: %v\n", err)
+		b, _ := json.Marshal(workerReport{Error: err.Error()})
+		fmt.Fprintf(stdout, "%s\n", b)
+		return 1
+	}
+	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
+		return fail(fmt.Errorf("bad %s: %w", WorkerEnv, err))
+	}
+	if spec.Kind != "oneshot" {
+		return fail(fmt.Errorf("unknown worker kind %q", spec.Kind))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pool, err := openPool(ctx, spec.URL, spec.DB, spec.Pool)
+	if err != nil {
+		return fail(err)
+	}
+	defer pool.Close()
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	e := executor.New(pool, executor.Config{Concurrency: spec.Concurrency, Logger: log, Retention: -1})
+	var first firstTime
+	var polls atomic.Int64
+	executor.Register(e, oneshotType, oneshotPoller(&first, &polls))
+	if spec.CPUProfile != "" {
+		f, err := os.Create(spec.CPUProfile)
+		if err != nil {
+			return fail(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fail(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	fmt.Fprintln(stdout, workerReady)
+	_, _ = io.Copy(io.Discard, stdin)
+	cancel()
+	err = <-done
+	if spec.CPUProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	_, peak := rssBytes()
+	rep := workerReport{Polls: polls.Load(), CPUNano: int64(selfCPU()), PeakRSS: peak, HeapInuse: int64(ms.HeapInuse)}
+	if t := first.get(); !t.IsZero() {
+		rep.FirstPollUnixNano = t.UnixNano()
+	}
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	b, _ := json.Marshal(rep)
+	fmt.Fprintf(stdout, "%s\n", b)
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+// workerProc is a running worker process.
+type workerProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+// procs is the worker processes of one scenario.
+type procs []*workerProc
+
+// startWorkers starts one worker process per entry of concurrency, and
+// waits until each runs its executor.
+func (r *runner) startWorkers(ctx context.Context, kind string, concurrency []int) (procs, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find this binary to start workers: %w", err)
+	}
+	var ps procs
+	for i, c := range concurrency {
+		spec := workerSpec{URL: r.url, DB: r.db, Kind: kind, Concurrency: c, Pool: r.opts.Pool}
+		if r.opts.CPUProfile != "" {
+			spec.CPUProfile = fmt.Sprintf("%s.%d", r.opts.CPUProfile, i+1)
+		}
+		b, _ := json.Marshal(spec)
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), WorkerEnv+"="+string(b))
+		cmd.Stderr = r.stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			ps.kill()
+			return nil, err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			ps.kill()
+			return nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			ps.kill()
+			return nil, fmt.Errorf("start worker %s: %w", exe, err)
+		}
+		p := &workerProc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+		ps = append(ps, p)
+		line, err := p.readLine(ctx, 30*time.Second)
+		if err != nil || line != workerReady {
+			ps.kill()
+			return nil, fmt.Errorf("worker process %s did not start (%q, %v): does this binary call bench.MaybeWorker first thing in main? Use -in-process otherwise",
+				exe, line, err)
+		}
+	}
+	return ps, nil
+}
+
+// readLine reads one line of the worker's stdout, waiting at most timeout.
+func (p *workerProc) readLine(ctx context.Context, timeout time.Duration) (string, error) {
+	type res struct {
+		s   string
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		s, err := p.out.ReadString('\n')
+		ch <- res{strings.TrimSpace(s), err}
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.s, r.err
+	case <-t.C:
+		return "", errors.New("timed out")
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// stop closes the workers' stdin, which stops their executors gracefully,
+// and collects their reports.
+func (ps procs) stop(ctx context.Context) ([]workerReport, error) {
+	for _, p := range ps {
+		p.stdin.Close()
+	}
+	var reps []workerReport
+	var errs []error
+	for i, p := range ps {
+		line, err := p.readLine(ctx, time.Minute)
+		var rep workerReport
+		if err == nil {
+			err = json.Unmarshal([]byte(line), &rep)
+		}
+		if err == nil && rep.Error != "" {
+			err = errors.New(rep.Error)
+		}
+		if werr := p.cmd.Wait(); err == nil && werr != nil {
+			err = werr
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("worker %d: %w", i+1, err))
+		}
+		reps = append(reps, rep)
+	}
+	return reps, errors.Join(errs...)
+}
+
+func (ps procs) kill() {
+	for _, p := range ps {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+	}
+}
