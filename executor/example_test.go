@@ -3,21 +3,14 @@ package executor_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/corotask/corotask/executor"
 	"github.com/corotask/corotask/inbox"
-	"github.com/corotask/corotask/internal/database"
-	corosql "github.com/corotask/corotask/sql"
+	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -51,7 +44,7 @@ func (cartPoller) Poll(ctx context.Context, t *executor.Task[cart, cartMessage])
 
 func ExampleRegister() {
 	ctx := context.Background()
-	db, drop := exampleDB() // a pool on a fresh database with the corotask schema
+	db, drop := testdb.ForExample() // a pool on a fresh database with the corotask schema
 	defer drop()
 
 	e := executor.New(db, executor.Config{Logger: slog.New(slog.DiscardHandler)})
@@ -86,7 +79,7 @@ func ExampleRegister() {
 // completion messages arrive, and ends when it has them all.
 func Example_spawnAndFanIn() {
 	ctx := context.Background()
-	db, drop := exampleDB()
+	db, drop := testdb.ForExample()
 	defer drop()
 
 	type sumState struct {
@@ -167,7 +160,7 @@ func Example_spawnAndFanIn() {
 // each step.
 func ExampleExecutor_PollOnce() {
 	ctx := context.Background()
-	db, drop := exampleDB()
+	db, drop := testdb.ForExample()
 	defer drop()
 
 	// The poller under test counts "ping" messages, and ends with the count
@@ -224,51 +217,6 @@ func ExampleExecutor_PollOnce() {
 	// two pings:   polled 1: suspended, state 2
 	// nothing new: polled 0: suspended, state 2
 	// stop:        polled 1: done, state 2, result 2
-}
-
-// exampleDB creates a database with the corotask schema on the server that
-// internal/database finds (as the tests do), and returns a pool on it and a
-// function that drops it. An application instead opens a pool on its own
-// database and calls sql.Migrate once at start-up.
-func exampleDB() (*pgxpool.Pool, func()) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	admin, err := database.URL(ctx, "")
-	if err != nil {
-		panic(err)
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	name := "corotask_example_" + hex.EncodeToString(b[:])
-	exec := func(ctx context.Context, stmt string) {
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			panic(err)
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			panic(err)
-		}
-	}
-	exec(ctx, "CREATE DATABASE "+name)
-	u, err := url.Parse(admin)
-	if err != nil {
-		panic(err)
-	}
-	u.Path = "/" + name
-	db, err := pgxpool.New(ctx, u.String())
-	if err != nil {
-		panic(err)
-	}
-	if err := corosql.Migrate(ctx, db); err != nil {
-		panic(err)
-	}
-	return db, func() {
-		db.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
-	}
 }
 
 // exampleWaitEnded waits until the task has ended.

@@ -2,25 +2,18 @@ package inbox_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/corotask/corotask/inbox"
-	"github.com/corotask/corotask/internal/database"
-	corosql "github.com/corotask/corotask/sql"
+	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
 
 func ExampleSend() {
 	ctx := context.Background()
-	db, drop := exampleDB() // a pool on a fresh database with the corotask schema
+	db, drop := testdb.ForExample() // a pool on a fresh database with the corotask schema
 	defer drop()
 
 	// An order that sleeps for an hour, unless a message comes first.
@@ -97,49 +90,4 @@ func ExampleInbox_Pop() {
 	// message: second
 	// a child ended: "canceled"
 	// taken: 3 left: 0
-}
-
-// exampleDB creates a database with the corotask schema on the server that
-// internal/database finds (as the tests do), and returns a pool on it and a
-// function that drops it. An application instead opens a pool on its own
-// database and calls sql.Migrate once at start-up.
-func exampleDB() (*pgxpool.Pool, func()) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	admin, err := database.URL(ctx, "")
-	if err != nil {
-		panic(err)
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	name := "corotask_example_" + hex.EncodeToString(b[:])
-	exec := func(ctx context.Context, stmt string) {
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			panic(err)
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			panic(err)
-		}
-	}
-	exec(ctx, "CREATE DATABASE "+name)
-	u, err := url.Parse(admin)
-	if err != nil {
-		panic(err)
-	}
-	u.Path = "/" + name
-	db, err := pgxpool.New(ctx, u.String())
-	if err != nil {
-		panic(err)
-	}
-	if err := corosql.Migrate(ctx, db); err != nil {
-		panic(err)
-	}
-	return db, func() {
-		db.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
-	}
 }

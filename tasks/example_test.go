@@ -2,18 +2,12 @@ package tasks_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/corotask/corotask/internal/database"
-	corosql "github.com/corotask/corotask/sql"
+	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -22,7 +16,7 @@ import (
 // task for an order that was rolled back.
 func ExampleCreate() {
 	ctx := context.Background()
-	db, drop := exampleDB() // a pool on a fresh database with the corotask schema
+	db, drop := testdb.ForExample() // a pool on a fresh database with the corotask schema
 	defer drop()
 	if _, err := db.Exec(ctx, `CREATE TABLE orders (id bigint PRIMARY KEY, checkout uuid NOT NULL)`); err != nil {
 		panic(err)
@@ -67,7 +61,7 @@ func ExampleCreate() {
 // one completion message that says so.
 func ExampleCancel() {
 	ctx := context.Background()
-	db, drop := exampleDB()
+	db, drop := testdb.ForExample()
 	defer drop()
 
 	// A task with a child and a grandchild, none of them polled yet.
@@ -96,49 +90,4 @@ func ExampleCancel() {
 	// canceled: 3 <nil>
 	// grandchild: canceled
 	// again: true
-}
-
-// exampleDB creates a database with the corotask schema on the server that
-// internal/database finds (as the tests do), and returns a pool on it and a
-// function that drops it. An application instead opens a pool on its own
-// database and calls sql.Migrate once at start-up.
-func exampleDB() (*pgxpool.Pool, func()) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	admin, err := database.URL(ctx, "")
-	if err != nil {
-		panic(err)
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	name := "corotask_example_" + hex.EncodeToString(b[:])
-	exec := func(ctx context.Context, stmt string) {
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			panic(err)
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			panic(err)
-		}
-	}
-	exec(ctx, "CREATE DATABASE "+name)
-	u, err := url.Parse(admin)
-	if err != nil {
-		panic(err)
-	}
-	u.Path = "/" + name
-	db, err := pgxpool.New(ctx, u.String())
-	if err != nil {
-		panic(err)
-	}
-	if err := corosql.Migrate(ctx, db); err != nil {
-		panic(err)
-	}
-	return db, func() {
-		db.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
-	}
 }

@@ -38,15 +38,25 @@ var (
 // (and if need be starting) the server once per process.
 func AdminURL(t testing.TB) string {
 	t.Helper()
+	u, err := admin()
+	if err != nil {
+		t.Fatalf("testdb: no database server: %v", err)
+	}
+	return u
+}
+
+func admin() (string, error) {
 	adminOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		adminURL, adminErr = database.URL(ctx, "")
 	})
-	if adminErr != nil {
-		t.Fatalf("testdb: no database server: %v", adminErr)
-	}
-	return adminURL
+	return adminURL, adminErr
+}
+
+func migratedTemplate(admin string) (string, error) {
+	tmplOnce.Do(func() { tmplName, tmplErr = template(admin) })
+	return tmplName, tmplErr
 }
 
 // URL creates a fresh migrated database for the test, dropped when the test
@@ -54,11 +64,11 @@ func AdminURL(t testing.TB) string {
 func URL(t testing.TB) string {
 	t.Helper()
 	admin := AdminURL(t)
-	tmplOnce.Do(func() { tmplName, tmplErr = template(admin) })
-	if tmplErr != nil {
-		t.Fatalf("testdb: template database: %v", tmplErr)
+	tmpl, err := migratedTemplate(admin)
+	if err != nil {
+		t.Fatalf("testdb: template database: %v", err)
 	}
-	return create(t, admin, tmplName)
+	return create(t, admin, tmpl)
 }
 
 // EmptyURL creates a fresh database without the corotask schema, dropped when
@@ -70,20 +80,67 @@ func EmptyURL(t testing.TB) string {
 
 func create(t testing.TB, admin, template string) string {
 	t.Helper()
+	u, drop, err := createDatabase(admin, template)
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Logf("testdb: %v", err)
+		}
+	})
+	return u
+}
+
+// ForExample is New for Example functions, which have no testing.TB: it
+// panics when no database can be had, and returns a pool on a fresh migrated
+// database and a function that closes the pool and drops the database.
+func ForExample() (*pgxpool.Pool, func()) {
+	admin, err := admin()
+	if err != nil {
+		panic(fmt.Sprintf("testdb: no database server: %v", err))
+	}
+	tmpl, err := migratedTemplate(admin)
+	if err != nil {
+		panic(fmt.Sprintf("testdb: template database: %v", err))
+	}
+	u, drop, err := createDatabase(admin, tmpl)
+	if err != nil {
+		panic(fmt.Sprintf("testdb: %v", err))
+	}
+	pool, err := pgxpool.New(context.Background(), u)
+	if err != nil {
+		panic(fmt.Sprintf("testdb: open pool: %v", err))
+	}
+	return pool, func() {
+		pool.Close()
+		_ = drop()
+	}
+}
+
+// createDatabase makes a database from template and returns its URL and a
+// function that drops it.
+func createDatabase(admin, template string) (string, func() error, error) {
 	name := "corotask_test_" + randomSuffix()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := execAdmin(ctx, admin, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, template)); err != nil {
-		t.Fatalf("testdb: create database %s: %v", name, err)
+		return "", nil, fmt.Errorf("create database %s: %w", name, err)
 	}
-	t.Cleanup(func() {
+	drop := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := execAdmin(ctx, admin, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
-			t.Logf("testdb: drop database %s: %v", name, err)
+			return fmt.Errorf("drop database %s: %w", name, err)
 		}
-	})
-	return WithDatabase(t, admin, name)
+		return nil
+	}
+	u, err := url.Parse(admin)
+	if err != nil {
+		return "", nil, fmt.Errorf("parse url: %w", err)
+	}
+	u.Path = "/" + name
+	return u.String(), drop, nil
 }
 
 // New creates a fresh migrated database for the test and returns a pool on
