@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"time"
 
 	"github.com/corotask/corotask/executor"
 	"github.com/corotask/corotask/inbox"
@@ -65,7 +64,7 @@ func ExampleRegister() {
 	runCtx, stop := context.WithCancel(ctx)
 	ran := make(chan error)
 	go func() { ran <- e.Run(runCtx) }()
-	task := exampleWaitEnded(db, id)
+	task := must(tasks.Wait(context.Background(), db, id))
 	stop()
 	if err := <-ran; err != nil {
 		panic(err)
@@ -132,7 +131,7 @@ func Example_spawnAndFanIn() {
 	if err != nil {
 		panic(err)
 	}
-	task := exampleWaitEnded(db, root)
+	task := must(tasks.Wait(context.Background(), db, root))
 	stop()
 	if err := <-ran; err != nil {
 		panic(err)
@@ -219,22 +218,9 @@ func ExampleExecutor_PollOnce() {
 	// stop:        polled 1: done, state 2, result 2
 }
 
-// exampleWaitEnded waits until the task has ended.
-func exampleWaitEnded(db tasks.DB, id tasks.ID) *tasks.Task {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for {
-		task, err := tasks.Get(ctx, db, id)
-		if err != nil {
-			panic(err)
-		}
-		if task.Status.Ended() {
-			return task
-		}
-		select {
-		case <-ctx.Done():
-			panic(fmt.Sprintf("task %s did not end: %s", id, task.Status))
-		case <-time.After(10 * time.Millisecond):
-		}
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
 	}
+	return v
 }

@@ -382,3 +382,29 @@ func TestReadyTasksAreAnnounced(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "later", next())
 }
+
+func TestWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})
+	require.NoError(t, err)
+
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err = tasks.Wait(short, db, id)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	waited := make(chan *tasks.Task, 1)
+	go func() {
+		task, err := tasks.Wait(ctx, db, id)
+		require.NoError(t, err)
+		waited <- task
+	}()
+	require.NoError(t, tasks.Cancel(ctx, db, id))
+	task := <-waited
+	require.Equal(t, tasks.Canceled, task.Status)
+
+	_, err = tasks.Wait(ctx, db, tasks.NewID())
+	require.ErrorIs(t, err, tasks.ErrNotFound)
+}

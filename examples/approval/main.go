@@ -285,7 +285,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	ran := make(chan error, 1)
 	go func() { ran <- e.Run(runCtx) }()
 
-	task, err := waitEnded(ctx, db, id)
+	task, err := tasks.Wait(ctx, db, id)
 	stopRun()
 	if runErr := <-ran; runErr != nil {
 		return runErr
@@ -311,26 +311,6 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, line)
 	return nil
-}
-
-// waitEnded polls the task until it has ended, or ctx ends.
-func waitEnded(ctx context.Context, db tasks.DB, id tasks.ID) (*tasks.Task, error) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		task, err := tasks.Get(ctx, db, id)
-		if err != nil {
-			return nil, err
-		}
-		if task.Status.Ended() {
-			return task, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-tick.C:
-		}
-	}
 }
 
 // plural returns "1 reminder", "2 reminders".

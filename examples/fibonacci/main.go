@@ -326,7 +326,7 @@ func submit(ctx context.Context, db *pgxpool.Pool, n int, stdout io.Writer) erro
 		return fmt.Errorf("create root task: %w", err)
 	}
 	fmt.Fprintf(stdout, "root task %s computes fib(%d)\n", root, n)
-	task, err := waitEnded(ctx, db, root)
+	task, err := tasks.Wait(ctx, db, root)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted; root task %s is left in the database: run again to finish it, or `corotask cancel %s`", root, root)
@@ -344,26 +344,6 @@ func submit(ctx context.Context, db *pgxpool.Pool, n int, stdout io.Writer) erro
 	fmt.Fprintf(stdout, "fib(%d) = %d in %s (%d tasks, %.0f tasks/s)\n",
 		n, res.Value, elapsed.Round(10*time.Millisecond), res.Tasks, float64(res.Tasks)/elapsed.Seconds())
 	return nil
-}
-
-// waitEnded polls the task until it has ended, or ctx ends.
-func waitEnded(ctx context.Context, db tasks.DB, id tasks.ID) (*tasks.Task, error) {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		task, err := tasks.Get(ctx, db, id)
-		if err != nil {
-			return nil, err
-		}
-		if task.Status.Ended() {
-			return task, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-tick.C:
-		}
-	}
 }
 
 // taskCount is how many tasks fib(n) makes: 2·fib(n+1)-1.

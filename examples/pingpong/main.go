@@ -186,7 +186,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 
 	var ended [2]*tasks.Task
 	for i, id := range []tasks.ID{server, receiver} {
-		if ended[i], err = waitEnded(ctx, db, id); err != nil {
+		if ended[i], err = tasks.Wait(ctx, db, id); err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("interrupted; the players are left in the database: cancel them with `corotask cancel %s` and `corotask cancel %s`", server, receiver)
 			}
@@ -229,24 +229,4 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 		(st.RoundTripTotal / time.Duration(st.Received)).Round(100*time.Microsecond),
 		st.RoundTripMax.Round(100*time.Microsecond))
 	return nil
-}
-
-// waitEnded polls the task until it has ended, or ctx ends.
-func waitEnded(ctx context.Context, db tasks.DB, id tasks.ID) (*tasks.Task, error) {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		task, err := tasks.Get(ctx, db, id)
-		if err != nil {
-			return nil, err
-		}
-		if task.Status.Ended() {
-			return task, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-tick.C:
-		}
-	}
 }
