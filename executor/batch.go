@@ -35,9 +35,12 @@ type pendingCommit struct {
 // stopping).
 func (e *Executor) queueCommit(ctx context.Context, c *claimed, out outcome) (err error, queued bool) {
 	p := &pendingCommit{c: c, out: out, done: make(chan error, 1)}
+	e.mu.Lock()
+	committing := e.committing
+	e.mu.Unlock()
 	select {
 	case e.commitQ <- p:
-	case <-e.committing.Done():
+	case <-committing.Done():
 		return nil, false
 	}
 	select {
