@@ -142,40 +142,27 @@ func (k *Keeper) Renew(ctx context.Context) error {
 	// skipped rather than waited for: a renewal never blocks, so it cannot
 	// deadlock with commits. A skipped claim that still matches is kept and
 	// tried again at the next interval.
-	rows, err := k.db.Query(ctx, `WITH input AS (
-			SELECT * FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
-		), locked AS MATERIALIZED (
-			SELECT t.task_id FROM corotask.tasks t
-			JOIN input c ON t.task_id = c.task_id AND t.claim = c.claim
+	renewed, err := k.collect(ctx, `WITH locked AS MATERIALIZED (
+			SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
+			JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim
 			FOR UPDATE OF t SKIP LOCKED
-		), renewed AS (
-			UPDATE corotask.tasks t SET heartbeat = now()
-			FROM locked WHERE t.task_id = locked.task_id
-			RETURNING t.task_id
 		)
-		SELECT c.task_id, r.task_id IS NOT NULL, t.claim IS NOT DISTINCT FROM c.claim
-		FROM input c
-		LEFT JOIN renewed r ON r.task_id = c.task_id
-		LEFT JOIN corotask.tasks t ON t.task_id = c.task_id`, ids, tokens)
-	var renewed, held map[tasks.ID]bool
-	if err == nil {
-		renewed, held = make(map[tasks.ID]bool, len(ids)), map[tasks.ID]bool{}
-		var id tasks.ID
-		var ok, ours bool
-		for rows.Next() {
-			if err = rows.Scan(&id, &ok, &ours); err != nil {
-				break
-			}
-			if ok {
-				renewed[id] = true
-			} else if ours {
-				held[id] = true
+		UPDATE corotask.tasks t SET heartbeat = now()
+		FROM locked WHERE t.task_id = locked.task_id
+		RETURNING t.task_id`, ids, tokens)
+	var held map[tasks.ID]bool
+	if err == nil && len(renewed) < len(ids) {
+		// Rare: tell the claims held by another transaction (still ours)
+		// from those lost, for the tasks not renewed.
+		var restIDs []tasks.ID
+		var restTokens []pgtype.UUID
+		for i, id := range ids {
+			if !renewed[id] {
+				restIDs, restTokens = append(restIDs, id), append(restTokens, tokens[i])
 			}
 		}
-		rows.Close()
-		if err == nil {
-			err = rows.Err()
-		}
+		held, err = k.collect(ctx, `SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
+			JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim`, restIDs, restTokens)
 	}
 	var lost []*entry
 	var causes []error
@@ -209,4 +196,22 @@ func (k *Keeper) Renew(ctx context.Context) error {
 		return fmt.Errorf("renew %d claims: %w", len(ids), err)
 	}
 	return nil
+}
+
+// collect runs a query that returns task IDs, and returns them as a set.
+func (k *Keeper) collect(ctx context.Context, sql string, args ...any) (map[tasks.ID]bool, error) {
+	rows, err := k.db.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[tasks.ID]bool{}
+	var id tasks.ID
+	for rows.Next() {
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
 }
