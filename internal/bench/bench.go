@@ -84,7 +84,8 @@ type Options struct {
 	// scenario. Default 1s.
 	HeartbeatInterval time.Duration
 	// Gap is the pause between pingpong round trips, once the previous one
-	// has committed, so each message finds an idle executor. Default 5ms.
+	// has committed, so each message finds an idle executor. Default 5ms
+	// (1ns for practically none).
 	Gap time.Duration
 	// Levels are idle's numbers of background tasks in each state.
 	// Default 0, 10,000 and 100,000.

@@ -44,11 +44,11 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 	defer grp.cleanup()
 
 	sample := func(start time.Time) (Fields, error) {
-		var table, total, indexes, live, dead, autovacuums, autoanalyzes, rows int64
+		var table, total, indexes, live, dead, autovacuums, vacuums, rows int64
 		err := db.QueryRow(ctx, `SELECT pg_relation_size(relid), pg_total_relation_size(relid), pg_indexes_size(relid),
-				n_live_tup, n_dead_tup, autovacuum_count, autoanalyze_count, (SELECT count(*) FROM corotask.tasks)
+				n_live_tup, n_dead_tup, autovacuum_count, vacuum_count, (SELECT count(*) FROM corotask.tasks)
 			FROM pg_stat_user_tables WHERE relid = 'corotask.tasks'::regclass`).
-			Scan(&table, &total, &indexes, &live, &dead, &autovacuums, &autoanalyzes, &rows)
+			Scan(&table, &total, &indexes, &live, &dead, &autovacuums, &vacuums, &rows)
 		if err != nil {
 			return nil, err
 		}
@@ -61,6 +61,7 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 			{"total_bytes", float64(total)},
 			{"dead_tup", dead},
 			{"autovacuums", autovacuums},
+			{"vacuums", vacuums},
 		}, nil
 	}
 
@@ -182,6 +183,7 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 	res.metric("total_bytes_final", final.Float("total_bytes"))
 	res.metric("dead_tup_max", maxDead)
 	res.metric("autovacuums", final.Get("autovacuums"))
+	res.metric("vacuums", final.Get("vacuums"))
 	if firstHalf > 0 {
 		growth := secondHalf / firstHalf
 		res.metric("growth_second_half_vs_first", growth)
@@ -191,6 +193,6 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 		}
 		res.note("size: %s (the largest total size in the second half of the run is %.2fx that of the first half)", verdict, growth)
 	}
-	res.note("retention deletes ended tasks after -retention, every second; total_bytes is the table, its indexes and TOAST")
+	res.note("retention deletes ended tasks after -retention, every second; total_bytes is the table, its indexes and TOAST; vacuums are VACUUMs not run by autovacuum (e.g. the executor's own, when the server's autovacuum is off)")
 	return nil
 }

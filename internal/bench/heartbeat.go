@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
-
 	"github.com/corotask/corotask/executor"
 	"github.com/corotask/corotask/tasks"
 )
@@ -120,14 +118,12 @@ func runHeartbeat(ctx context.Context, r *runner, res *Result) error {
 	if err != nil {
 		return err
 	}
-	var msHeld runtime.MemStats
+	var msHeld, msLive runtime.MemStats
 	runtime.ReadMemStats(&msHeld)
 	rss, _ := rssBytes()
+	runtime.GC()
+	runtime.ReadMemStats(&msLive)
 	goroutines := runtime.NumGoroutine()
-
-	// The cost of one renewal: the keeper's statement, run once more here
-	// with the same claims.
-	renewPlan, renewErr := explainRenewal(ctx, db)
 
 	close(release)
 	released = true
@@ -152,98 +148,27 @@ func runHeartbeat(ctx context.Context, r *runner, res *Result) error {
 	res.metric("heartbeat_statements_per_sec", rate(int(stmts), window))
 	res.metric("expected_per_sec", 1/o.HeartbeatInterval.Seconds())
 	res.metric("rows_renewed_per_sec", rate(int(u1-u0), window))
-	if renewErr == nil {
-		res.metric("renewal_ms", renewPlan.execMS)
-		res.metric("renewal_trigger_ms", renewPlan.triggerMS)
-		res.metric("renewal_shared_hit", renewPlan.sharedHit)
-	} else {
-		res.note("EXPLAIN of the renewal failed: %v", renewErr)
-	}
 	u := cpu0.until(cpu1)
 	res.metric("executor_cpu_pct", 100*u.self.Seconds()/window.Seconds())
 	if u.pgOK {
 		res.metric("postgres_cpu_pct", 100*u.postgres.Seconds()/window.Seconds())
+		if stmts > 0 {
+			// Nothing but renewals runs in the window: the server's CPU per
+			// renewal statement.
+			res.metric("postgres_cpu_ms_per_renewal", ms(u.postgres)/float64(stmts))
+		}
 	}
 	res.metric("heap_inuse_bytes", float64(msHeld.HeapInuse-min(msHeld.HeapInuse, ms0.HeapInuse)))
-	res.metric("stack_inuse_bytes", float64(msHeld.StackInuse))
-	res.metric("bytes_per_poll", float64(msHeld.HeapInuse-min(msHeld.HeapInuse, ms0.HeapInuse)+msHeld.StackInuse)/float64(o.M))
+	res.metric("heap_live_bytes", float64(msLive.HeapInuse-min(msLive.HeapInuse, ms0.HeapInuse)))
+	res.metric("stack_inuse_bytes", float64(msLive.StackInuse))
+	res.metric("live_bytes_per_poll", float64(msLive.HeapInuse-min(msLive.HeapInuse, ms0.HeapInuse)+msLive.StackInuse)/float64(o.M))
 	res.metric("go_sys_bytes", float64(msHeld.Sys))
 	res.metric("rss_bytes", float64(rss))
 	res.metric("peak_rss_bytes", float64(peak))
 	res.metric("goroutines", goroutines)
 	res.metric("drain_sec", drain.Seconds())
 	res.metric("drain_tasks_per_sec", rate(o.M, drain))
-	res.note("heartbeat_statements counts UPDATE statements on corotask.tasks with a statement trigger while all M polls are held (no claims or commits then); rows_renewed_per_sec is pg_stat_user_tables.n_tup_upd (flushed by the server about once a second, so +-1 renewal)")
-	res.note("memory and CPU are this process's, which runs the executor (heap_inuse_bytes: growth since before it started)")
+	res.note("heartbeat_statements counts UPDATE statements on corotask.tasks with a statement trigger while all M polls are held (no claims or commits then); rows_renewed_per_sec is pg_stat_user_tables.n_tup_upd (flushed by the server about once a second, so +-1 renewal); postgres_cpu_ms_per_renewal is the CPU of the scenario's backends in the window over the renewal statements")
+	res.note("memory and CPU are this process's, which runs the executor; heap_inuse_bytes is the heap's growth since before the executor started, heap_live_bytes the same after a GC; rss_bytes is the process's resident set while the polls are held")
 	return nil
-}
-
-// planFigures are what EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) says of a
-// statement.
-type planFigures struct {
-	execMS    float64
-	planMS    float64
-	triggerMS float64
-	sharedHit int64
-	sharedRd  int64
-}
-
-// explainRenewal runs the heartbeat keeper's renewal statement (as in
-// heartbeat/keeper.go) for every running task, under EXPLAIN ANALYZE.
-func explainRenewal(ctx context.Context, db tasks.DB) (planFigures, error) {
-	rows, err := db.Query(ctx, "SELECT task_id, claim FROM corotask.tasks WHERE claim IS NOT NULL")
-	if err != nil {
-		return planFigures{}, err
-	}
-	var ids []tasks.ID
-	var tokens []pgtype.UUID
-	for rows.Next() {
-		var id tasks.ID
-		var tok pgtype.UUID
-		if err := rows.Scan(&id, &tok); err != nil {
-			rows.Close()
-			return planFigures{}, err
-		}
-		ids, tokens = append(ids, id), append(tokens, tok)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return planFigures{}, err
-	}
-	return explain(ctx, db, `UPDATE corotask.tasks t SET heartbeat = now()
-		FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
-		WHERE t.task_id = c.task_id AND t.claim = c.claim
-		RETURNING t.task_id`, ids, tokens)
-}
-
-// explain runs EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) of q.
-func explain(ctx context.Context, db tasks.DB, q string, args ...any) (planFigures, error) {
-	var raw []byte
-	if err := db.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+q, args...).Scan(&raw); err != nil {
-		return planFigures{}, err
-	}
-	var out []struct {
-		Plan struct {
-			SharedHit  int64 `json:"Shared Hit Blocks"`
-			SharedRead int64 `json:"Shared Read Blocks"`
-		} `json:"Plan"`
-		Planning      float64 `json:"Planning Time"`
-		Execution     float64 `json:"Execution Time"`
-		PlanningStats struct {
-			SharedHit int64 `json:"Shared Hit Blocks"`
-		} `json:"Planning"`
-		Triggers []struct {
-			Name string  `json:"Trigger Name"`
-			Time float64 `json:"Time"`
-		} `json:"Triggers"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil || len(out) == 0 {
-		return planFigures{}, fmt.Errorf("read EXPLAIN output: %v", err)
-	}
-	p := planFigures{execMS: out[0].Execution, planMS: out[0].Planning, sharedHit: out[0].Plan.SharedHit,
-		sharedRd: out[0].Plan.SharedRead}
-	for _, t := range out[0].Triggers {
-		p.triggerMS += t.Time
-	}
-	return p, nil
 }

@@ -250,3 +250,45 @@ func (r *runner) measureClaim(ctx context.Context, db *pgxpool.Pool, ex *executo
 	l.pollOnce = percentiles(po, 50)[0]
 	return l, nil
 }
+
+// planFigures are what EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) says of a
+// statement.
+type planFigures struct {
+	execMS    float64
+	planMS    float64
+	triggerMS float64
+	sharedHit int64
+	sharedRd  int64
+}
+
+// explain runs EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) of q.
+func explain(ctx context.Context, db tasks.DB, q string, args ...any) (planFigures, error) {
+	var raw []byte
+	if err := db.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+q, args...).Scan(&raw); err != nil {
+		return planFigures{}, err
+	}
+	var out []struct {
+		Plan struct {
+			SharedHit  int64 `json:"Shared Hit Blocks"`
+			SharedRead int64 `json:"Shared Read Blocks"`
+		} `json:"Plan"`
+		Planning      float64 `json:"Planning Time"`
+		Execution     float64 `json:"Execution Time"`
+		PlanningStats struct {
+			SharedHit int64 `json:"Shared Hit Blocks"`
+		} `json:"Planning"`
+		Triggers []struct {
+			Name string  `json:"Trigger Name"`
+			Time float64 `json:"Time"`
+		} `json:"Triggers"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil || len(out) == 0 {
+		return planFigures{}, fmt.Errorf("read EXPLAIN output: %v", err)
+	}
+	p := planFigures{execMS: out[0].Execution, planMS: out[0].Planning, sharedHit: out[0].Plan.SharedHit,
+		sharedRd: out[0].Plan.SharedRead}
+	for _, t := range out[0].Triggers {
+		p.triggerMS += t.Time
+	}
+	return p, nil
+}
