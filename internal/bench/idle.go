@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/executor"
+	"github.com/corotask/corotask/internal/claimsql"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -19,59 +20,8 @@ const (
 	idleBackgroundBatch = 10_000
 )
 
-// claimSQL is the executor's claim statement, copied from executor/claim.go
-// (which does not export it): the idle scenario times it and EXPLAINs it
-// alone. Keep it in sync; the "pollonce" figures of the scenario go through
-// the executor itself and need no copy.
-const claimSQL = `
-WITH open_ready AS (
-    SELECT task_id FROM corotask.tasks
-    WHERE heartbeat = '0001-01-01 00:00:00+00' AND done_at IS NULL AND wake_at IS NOT NULL
-      AND wake_at <= now() AND task_type = ANY($1::text[])
-    ORDER BY wake_at
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED
-), capped_ready AS (
-    SELECT r.task_id FROM unnest($3::text[], $4::int[]) AS q(typ, n)
-    CROSS JOIN LATERAL (
-        SELECT task_id FROM corotask.tasks
-        WHERE heartbeat = '0001-01-01 00:00:00+00' AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at <= now() AND task_type = q.typ
-        ORDER BY wake_at
-        LIMIT q.n
-        FOR UPDATE SKIP LOCKED
-    ) r
-), stale AS (
-    SELECT task_id FROM corotask.tasks
-    WHERE heartbeat <> '0001-01-01 00:00:00+00' AND heartbeat < now() - make_interval(secs => $5)
-      AND done_at IS NULL AND task_type = ANY($6::text[])
-    ORDER BY heartbeat
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED
-), picked AS (
-    SELECT task_id FROM (
-        SELECT task_id FROM stale
-        UNION ALL SELECT task_id FROM open_ready
-        UNION ALL SELECT task_id FROM capped_ready
-    ) p LIMIT $2
-), claimed AS (
-    UPDATE corotask.tasks t SET
-        heartbeat = now(),
-        claim = gen_random_uuid(),
-        inbox = t.inbox || t.inbox_next,
-        inbox_next = '{}'
-    FROM picked
-    WHERE t.task_id = picked.task_id
-    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.inbox, t.claim, t.failures
-)
-SELECT task_id, task_type, parent_id, inner_state, inbox, claim, failures, NULL::timestamptz FROM claimed
-UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
-    SELECT wake_at FROM corotask.tasks
-    WHERE heartbeat = '0001-01-01 00:00:00+00' AND done_at IS NULL AND wake_at IS NOT NULL
-      AND wake_at > now() AND task_type = ANY($6::text[])
-    ORDER BY wake_at
-    LIMIT 1)`
+// claimSQL is the executor's claim statement, stale claims included.
+var claimSQL = claimsql.SQL[true]
 
 // claimArgs are the claim's arguments for k tasks of idleType, with the
 // executor's default heartbeat timeout.
