@@ -93,7 +93,7 @@ func runIdle(ctx context.Context, r *runner, res *Result) error {
 			res.metric("pollonce_ratio_"+label, l.pollOnce/base.pollOnce)
 		}
 	}
-	res.note("claim_ms_*: p50 of the claim statement (copied from executor/claim.go) taking %d ready tasks, in a transaction rolled back each time; pollonce_ms_*: p50 of executor.PollOnce on the same %d tasks (claim, poll, commit with Yield); ratios are against the same state's 0", o.K, o.K)
+	res.note("claim_ms_*: p50 of the executor's claim statement (internal/claimsql) taking %d ready tasks, in a transaction rolled back each time; pollonce_ms_*: p50 of executor.PollOnce on the same %d tasks (claim, poll, commit with Yield); ratios are against the same state's 0", o.K, o.K)
 	res.note("background: sleeping = wake_at in an hour; suspended = wake_at NULL; running = claim set, heartbeat in an hour (never stale); each level starts from a TRUNCATEd table, VACUUM ANALYZEd before it is measured, as autovacuum would")
 	return nil
 }
