@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/internal/database"
 	"github.com/corotask/corotask/tasks"
@@ -53,31 +52,6 @@ func (a *app) connect(ctx context.Context) (*pgx.Conn, error) {
 		return nil, fmt.Errorf("cannot connect to database %s: %w", database.Redact(u), err)
 	}
 	return conn, nil
-}
-
-// openPool opens a pool on the database, for commands that need more than
-// one connection; the caller closes it.
-func (a *app) openPool(ctx context.Context) (*pgxpool.Pool, error) {
-	u, err := a.resolveURL(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := pgxpool.ParseConfig(u)
-	if err != nil {
-		return nil, invalidURL(u, err)
-	}
-	if cfg.ConnConfig.ConnectTimeout == 0 {
-		cfg.ConnConfig.ConnectTimeout = connectTimeout
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("cannot connect to database %s: %w", database.Redact(u), err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("cannot connect to database %s: %w", database.Redact(u), err)
-	}
-	return pool, nil
 }
 
 // invalidURL is the usage error for a connection string that does not parse.

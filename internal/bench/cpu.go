@@ -129,19 +129,6 @@ func (a cpuSample) until(b cpuSample) cpuUsage {
 	return u
 }
 
-// report adds the usage to res, each metric name prefixed.
-func (u cpuUsage) report(res *Result, prefix string) {
-	res.metric(prefix+"self_cpu_sec", u.self.Seconds())
-	if !u.ok {
-		return
-	}
-	res.metric(prefix+"machine_cpu_busy_pct", 100*u.busy)
-	res.metric(prefix+"machine_iowait_pct", 100*u.iowait)
-	if u.pgOK {
-		res.metric(prefix+"postgres_cpu_sec", u.postgres.Seconds())
-	}
-}
-
 // rssBytes returns this process's resident set size and its peak, from
 // /proc/self/status (zero elsewhere).
 func rssBytes() (rss, peak int64) {
