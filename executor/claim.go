@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/corotask/corotask/internal/claimsql"
@@ -25,7 +26,9 @@ type claimRequest struct {
 func (e *Executor) request() claimRequest {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	r := claimRequest{total: e.cfg.Concurrency - len(e.inflight)}
+	// Up to Concurrency polls run, and up to Concurrency more may be
+	// settling (committing); both hold claims the keeper renews.
+	r := claimRequest{total: min(e.cfg.Concurrency-e.polling, 2*e.cfg.Concurrency-len(e.inflight))}
 	if r.total <= 0 {
 		return claimRequest{}
 	}
@@ -55,13 +58,40 @@ func (e *Executor) request() claimRequest {
 }
 
 // claim claims what req allows, and returns the claimed tasks and the
-// earliest future wake_at (zero if none is known).
+// earliest future wake_at (zero if none is known). The claim runs in its own
+// transaction on its generic plan (see claimsql.GenericPlan); the four
+// statements go to the server as one pipeline, so the claim costs a single
+// round trip.
 func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, time.Time, error) {
 	at := time.Now()
-	rows, err := e.pool.Query(ctx, claimsql.SQL[req.stale], req.open, req.total, req.capped, req.caps,
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(claimsql.GenericPlan)
+	b.Queue(claimsql.SQL[req.stale], req.open, req.total, req.capped, req.caps,
 		e.cfg.HeartbeatTimeout.Seconds(), req.all)
+	b.Queue("COMMIT")
+	br := e.pool.SendBatch(ctx, b)
+	out, next, err := readClaim(br, at)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: %w", tasks.TranslateError(err))
+	}
+	return out, next, nil
+}
+
+// readClaim reads the results of the claim's pipeline. The claimed rows
+// count only once the COMMIT has succeeded.
+func readClaim(br pgx.BatchResults, at time.Time) ([]*claimed, time.Time, error) {
+	for range 2 { // BEGIN, SET LOCAL
+		if _, err := br.Exec(); err != nil {
+			return nil, time.Time{}, err
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, time.Time{}, err
 	}
 	defer rows.Close()
 	var out []*claimed
@@ -76,7 +106,7 @@ func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 			wake     *time.Time
 		)
 		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &token, &failures, &wake); err != nil {
-			return nil, time.Time{}, fmt.Errorf("claim: %w", err)
+			return nil, time.Time{}, err
 		}
 		if typ == nil {
 			if wake != nil {
@@ -87,8 +117,12 @@ func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 		c.id, c.typ, c.claim, c.failures, c.claimedAt = id, tasks.Type(*typ), token.Bytes, int(*failures), at
 		out = append(out, &c)
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, time.Time{}, fmt.Errorf("claim: %w", tasks.TranslateError(err))
+		return nil, time.Time{}, err
+	}
+	if _, err := br.Exec(); err != nil { // COMMIT
+		return nil, time.Time{}, err
 	}
 	return out, next, nil
 }

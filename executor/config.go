@@ -10,6 +10,9 @@ import (
 // each field.
 type Config struct {
 	// Concurrency is how many polls run at once in this executor. Default 100.
+	// A poll that has returned stops counting while its outcome is committed
+	// (in a batch with others), so up to Concurrency more tasks may be claimed
+	// meanwhile: the executor holds at most 2×Concurrency claims.
 	Concurrency int
 	// HeartbeatTimeout is how old a claim's heartbeat may get before another
 	// executor takes the task (a crashed or stalled executor). Default 30s.

@@ -44,16 +44,20 @@ type Executor struct {
 	mu       sync.Mutex
 	handlers map[tasks.Type]handler
 	running  bool
+	// inflight holds every claim this executor works on: polls running and
+	// polls whose outcome is being committed (settling).
 	inflight map[tasks.ID]*flight
-	perType  map[tasks.Type]int
+	polling  int                // polls running, counted against Concurrency
+	perType  map[tasks.Type]int // polls running per type, against MaxConcurrency
 	// lastStaleCheck is when a claim last looked for stale claims.
 	lastStaleCheck time.Time
 	polls          sync.WaitGroup
 }
 
 type flight struct {
-	c      *claimed
-	cancel context.CancelCauseFunc
+	c        *claimed
+	cancel   context.CancelCauseFunc
+	settling bool // the poll returned; its outcome is being committed
 }
 
 // New returns an Executor that works on pool, configured by cfg (see Config
@@ -271,6 +275,7 @@ func (e *Executor) start(pollBase context.Context, c *claimed) bool {
 	pctx, cancel := context.WithCancelCause(pollBase)
 	h := e.handlers[c.typ]
 	e.inflight[c.id] = &flight{c: c, cancel: cancel}
+	e.polling++
 	e.perType[c.typ]++
 	e.mu.Unlock()
 	e.keeper.Add(heartbeat.Claim{Task: c.id, Token: c.claim}, c.claimedAt, cancel)
@@ -280,7 +285,9 @@ func (e *Executor) start(pollBase context.Context, c *claimed) bool {
 		defer e.signal()
 		defer cancel(nil)
 		defer e.done(c)
-		e.settle(pctx, c, h.poll(pctx, c), h.options())
+		out := h.poll(pctx, c)
+		e.polled(c)
+		e.settle(pctx, c, out, h.options())
 	}()
 	return true
 }
@@ -294,12 +301,31 @@ func (e *Executor) giveBack(cs []*claimed) {
 	}
 }
 
+// polled frees the slot of a poll that returned, so that the claim loop can
+// take more work while its outcome commits: commits are batched, and a slot
+// held until the commit would leave the executor idle while every batch
+// waits on its WAL flush.
+func (e *Executor) polled(c *claimed) {
+	e.mu.Lock()
+	if f, ok := e.inflight[c.id]; ok && f.c == c && !f.settling {
+		f.settling = true
+		e.polling--
+		e.perType[c.typ]--
+	}
+	e.mu.Unlock()
+	e.signal()
+}
+
+// done forgets a claim whose poll has settled.
 func (e *Executor) done(c *claimed) {
 	e.keeper.Remove(c.id)
 	e.mu.Lock()
 	if f, ok := e.inflight[c.id]; ok && f.c == c {
 		delete(e.inflight, c.id)
-		e.perType[c.typ]--
+		if !f.settling {
+			e.polling--
+			e.perType[c.typ]--
+		}
 	}
 	e.mu.Unlock()
 }

@@ -579,6 +579,86 @@ func TestConcurrencyLimitPerType(t *testing.T) {
 	require.LessOrEqual(t, peak.Load(), int64(2))
 }
 
+// TestConcurrencyLimit: no more than Config.Concurrency polls run at once,
+// although the executor claims more while finished polls commit.
+func TestConcurrencyLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	cfg := fastConfig()
+	cfg.Concurrency = 3
+	e := executor.New(db, cfg)
+	var cur, peak atomic.Int64
+	gate := make(chan struct{})
+	executor.Register(e, "gated", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		n := cur.Add(1)
+		defer cur.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		<-gate
+		return executor.Done(), nil
+	}))
+	specs := make([]tasks.Spec, 30)
+	for i := range specs {
+		specs[i] = tasks.Spec{Type: "gated"}
+	}
+	_, err := tasks.CreateMany(ctx, db, specs)
+	require.NoError(t, err)
+	start(t, e)
+	waitFor(t, "every slot busy", func() bool { return cur.Load() == 3 })
+	close(gate)
+	waitFor(t, "all done", func() bool {
+		list, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.Done, Limit: 100})
+		require.NoError(t, err)
+		return len(list) == 30
+	})
+	require.Equal(t, int64(3), peak.Load())
+}
+
+// TestCommittingPollFreesItsSlot: a poll that returned no longer holds its
+// slot while its outcome commits, so a slow commit does not stall the
+// executor.
+func TestCommittingPollFreesItsSlot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	cfg := fastConfig()
+	cfg.Concurrency = 1
+	e := executor.New(db, cfg)
+	polling, locked := make(chan struct{}), make(chan struct{})
+	executor.Register(e, "slow", executor.PollerFunc[int, int](func(context.Context, *executor.Task[int, int]) (executor.Action, error) {
+		close(polling)
+		<-locked
+		return executor.Done(), nil
+	}))
+	executor.Register(e, "quick", executor.PollerFunc[int, int](func(context.Context, *executor.Task[int, int]) (executor.Action, error) {
+		return executor.Done(), nil
+	}))
+	slow, err := tasks.Create(ctx, db, tasks.Spec{Type: "slow"})
+	require.NoError(t, err)
+	start(t, e)
+	<-polling
+	// Hold the slow task's row lock, so that its commit waits.
+	tx, err := db.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck
+	_, err = tx.Exec(ctx, "SELECT 1 FROM corotask.tasks WHERE task_id = $1 FOR UPDATE", slow)
+	require.NoError(t, err)
+	quick, err := tasks.Create(ctx, db, tasks.Spec{Type: "quick"})
+	require.NoError(t, err)
+	close(locked)
+	waitStatus(t, db, quick, tasks.Done)
+	task, err := tasks.Get(ctx, db, slow)
+	require.NoError(t, err)
+	require.Equal(t, tasks.Running, task.Status, "the slow task's commit waits on the lock")
+	require.NoError(t, tx.Rollback(ctx))
+	waitStatus(t, db, slow, tasks.Done)
+}
+
 func TestRegister(t *testing.T) {
 	t.Parallel()
 	e := executor.New(&pgxpool.Pool{}, executor.Config{})

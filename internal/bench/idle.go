@@ -143,6 +143,9 @@ func (r *runner) measureClaim(ctx context.Context, db *pgxpool.Pool, ex *executo
 			return 0, err
 		}
 		defer tx.Rollback(ctx) //nolint:errcheck
+		if _, err := tx.Exec(ctx, claimsql.GenericPlan); err != nil {
+			return 0, err
+		}
 		if explainIt {
 			l.plan, err = explain(ctx, tx, claimSQL, claimArgs(k)...)
 			return 0, err

@@ -12,7 +12,19 @@ import "strings"
 // a fresh claim token, and any inbox_next a dead poll left joins its inbox.
 // The last row (task_id NULL) carries the earliest future wake_at of those
 // types, so the executor knows when to look again.
+//
+// Run it after GenericPlan, in the same transaction.
 var SQL = map[bool]string{true: claimSQLTemplate, false: strings.Replace(claimSQLTemplate, staleCTE, noStaleCTE, 1)}
+
+// GenericPlan makes the claim run on its cached generic plan. Left to
+// itself (plan_cache_mode = auto), PostgreSQL re-plans the claim at every
+// execution: its CTEs make planning cost as much as a small claim's
+// execution, while a generic plan that joined picked to the table would scan
+// the whole table. The claim therefore updates by "task_id = ANY (ARRAY(...))",
+// which is an index probe in every plan, and forces the generic plan, built
+// once per connection. SET LOCAL keeps the setting to the claim's own
+// transaction, so the caller's pool is left as it was.
+const GenericPlan = "SET LOCAL plan_cache_mode = force_generic_plan"
 
 const staleCTE = `stale AS (
     SELECT task_id FROM corotask.tasks
@@ -55,8 +67,7 @@ WITH open_ready AS (
         claim = gen_random_uuid(),
         inbox = t.inbox || t.inbox_next,
         inbox_next = '{}'
-    FROM picked
-    WHERE t.task_id = picked.task_id
+    WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
     RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.inbox, t.claim, t.failures
 )
 SELECT task_id, task_type, parent_id, inner_state, inbox, claim, failures, NULL::timestamptz FROM claimed
