@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/heartbeat"
@@ -125,6 +126,10 @@ func (e *Executor) Run(ctx context.Context) error {
 		e.mu.Unlock()
 		return errors.New("executor: no pollers registered")
 	}
+	if err := checkQueryExecMode(e.pool); err != nil {
+		e.mu.Unlock()
+		return err
+	}
 	e.running = true
 	e.mu.Unlock()
 	e.log.Info("corotask: executor starting", "types", len(e.handlers), "concurrency", e.cfg.Concurrency)
@@ -186,6 +191,17 @@ func (e *Executor) Run(ctx context.Context) error {
 	e.running = false
 	e.mu.Unlock()
 	e.log.Info("corotask: executor stopped")
+	return nil
+}
+
+// checkQueryExecMode refuses pools whose queries do not learn their
+// parameter types from the server: corotask passes arrays of IDs and of JSON,
+// whose SQL types pgx cannot guess from their Go types.
+func checkQueryExecMode(pool *pgxpool.Pool) error {
+	name := map[pgx.QueryExecMode]string{pgx.QueryExecModeExec: "exec", pgx.QueryExecModeSimpleProtocol: "simple_protocol"}
+	if m, ok := name[pool.Config().ConnConfig.DefaultQueryExecMode]; ok {
+		return fmt.Errorf("executor: the pool's default_query_exec_mode %s is not supported; use cache_statement (the default), cache_describe or describe_exec", m)
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"testing"
 	"time"
 
@@ -132,27 +133,59 @@ func TestManyEffectsInOneCommit(t *testing.T) {
 }
 
 // With LISTEN off (PgBouncer in transaction mode), the executor finds work
-// by looking every PollInterval.
+// by looking every PollInterval. Such deployments often turn pgx's
+// statement cache off too, so every query mode that describes statements is
+// tried.
 func TestWorksWithListenDisabled(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db := testdb.New(t)
-	cfg := fastConfig()
-	cfg.DisableListen = true
-	e := executor.New(db, cfg)
-	executor.Register(e, "echo", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
-		if m, ok := t.Inbox.Pop(); ok {
-			return executor.DoneWith(m.Body), nil
-		}
-		return executor.Suspend(), nil
-	}))
-	start(t, e)
-	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "echo"})
+	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := testdb.Pool(t, withQueryExecMode(t, testdb.URL(t), mode))
+			cfg := fastConfig()
+			cfg.DisableListen = true
+			e := executor.New(db, cfg)
+			executor.Register(e, "echo", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
+				if m, ok := t.Inbox.Pop(); ok {
+					return executor.DoneWith(m.Body), nil
+				}
+				return executor.Suspend(), nil
+			}))
+			start(t, e)
+			id, err := tasks.Create(ctx, db, tasks.Spec{Type: "echo"})
+			require.NoError(t, err)
+			waitStatus(t, db, id, tasks.Suspended)
+			require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "hello"))
+			task := waitStatus(t, db, id, tasks.Done)
+			require.JSONEq(t, `"hello"`, string(task.Result))
+		})
+	}
+}
+
+// Query modes that guess parameter types from Go types cannot carry
+// corotask's arrays: Run says so instead of failing at the first commit.
+func TestRunRefusesQueryModesWithoutDescribe(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	for _, mode := range []string{"exec", "simple_protocol"} {
+		db := testdb.Pool(t, withQueryExecMode(t, url, mode))
+		e := executor.New(db, fastConfig())
+		executor.Register(e, "a", executor.PollerFunc[int, int](func(context.Context, *executor.Task[int, int]) (executor.Action, error) {
+			return executor.Done(), nil
+		}))
+		err := e.Run(context.Background())
+		require.ErrorContains(t, err, "default_query_exec_mode "+mode+" is not supported")
+	}
+}
+
+func withQueryExecMode(t *testing.T, rawURL, mode string) string {
+	u, err := url.Parse(rawURL)
 	require.NoError(t, err)
-	waitStatus(t, db, id, tasks.Suspended)
-	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "hello"))
-	task := waitStatus(t, db, id, tasks.Done)
-	require.JSONEq(t, `"hello"`, string(task.Result))
+	q := u.Query()
+	q.Set("default_query_exec_mode", mode)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // Sleep and SleepUntil wake the task when asked, without a message.
