@@ -26,14 +26,14 @@ const commitSQL = `SELECT corotask.commit_polls($1, $2, $3, $4, $5, $6, $7, $8, 
 // pendingCommit is a poll outcome waiting for the batch committer.
 type pendingCommit struct {
 	c    *claimed
-	out  outcome
+	out  *outcome
 	done chan error // nil: committed or refused by the fence; else the batch failed
 }
 
 // queueCommit hands a poll's outcome to the batch committers and waits for
 // the batch. queued is false when no committer runs (PollOnce, or Run
 // stopping).
-func (e *Executor) queueCommit(ctx context.Context, c *claimed, out outcome) (err error, queued bool) {
+func (e *Executor) queueCommit(ctx context.Context, c *claimed, out *outcome) (err error, queued bool) {
 	p := &pendingCommit{c: c, out: out, done: make(chan error, 1)}
 	e.mu.Lock()
 	committing := e.committing

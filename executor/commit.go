@@ -19,7 +19,7 @@ import (
 // settle records the outcome of a poll: commit it, record its failure, or
 // release its claim, depending on how it ended. It returns the error of a
 // commit the database refused, which failed the poll.
-func (e *Executor) settle(pctx context.Context, c *claimed, out outcome, opts typeOptions) error {
+func (e *Executor) settle(pctx context.Context, c *claimed, out *outcome, opts typeOptions) error {
 	// Writes must go through even while the executor shuts down; the
 	// heartbeat keeper still renews the claim meanwhile.
 	ctx := context.WithoutCancel(pctx)
@@ -55,7 +55,7 @@ var errOnCommit = errors.New("OnCommit")
 // commit writes a successful poll's outcome, fenced on its claim: through
 // the batch committer when it runs and the poll has no OnCommit work (many
 // polls then share one transaction), else in a transaction of its own.
-func (e *Executor) commit(ctx, pctx context.Context, c *claimed, out outcome) error {
+func (e *Executor) commit(ctx, pctx context.Context, c *claimed, out *outcome) error {
 	if len(out.onCommit) == 0 {
 		if err, queued := e.queueCommit(ctx, c, out); queued && err == nil {
 			return nil
@@ -67,7 +67,7 @@ func (e *Executor) commit(ctx, pctx context.Context, c *claimed, out outcome) er
 }
 
 // commitTx commits one poll in its own transaction, with its OnCommit work.
-func (e *Executor) commitTx(ctx context.Context, c *claimed, out outcome) error {
+func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome) error {
 	args, err := commitArgs([]*pendingCommit{{c: c, out: out}})
 	if err != nil {
 		return err
@@ -101,7 +101,7 @@ func (e *Executor) commitTx(ctx context.Context, c *claimed, out outcome) error 
 	return nil
 }
 
-func (e *Executor) logCommitted(c *claimed, out outcome, ok bool) {
+func (e *Executor) logCommitted(c *claimed, out *outcome, ok bool) {
 	if !ok {
 		e.log.Warn("corotask: commit refused: the claim was lost (task canceled or taken by another executor)", "task", c.id, "type", c.typ)
 		return

@@ -296,16 +296,21 @@ func (e *Executor) start(pollBase context.Context, c *claimed) bool {
 	e.mu.Unlock()
 	e.keeper.Add(heartbeat.Claim{Task: c.id, Token: c.claim}, c.claimedAt, cancel)
 	e.polls.Add(1)
-	go func() {
-		defer e.polls.Done()
-		defer e.signal()
-		defer cancel(nil)
-		defer e.done(c)
-		out := h.poll(pctx, c)
-		e.polled(c)
-		e.settle(pctx, c, out, h.options())
-	}()
+	go e.run(pctx, cancel, c, h)
 	return true
+}
+
+// run polls c and settles the outcome. It runs in the poll's own goroutine,
+// one per poll in flight, so the frames below the poller stay small: a
+// goroutine's stack then stays at its 2 KB minimum.
+func (e *Executor) run(pctx context.Context, cancel context.CancelCauseFunc, c *claimed, h handler) {
+	defer e.polls.Done()
+	defer e.signal()
+	defer cancel(nil)
+	defer e.done(c)
+	out := h.poll(pctx, c)
+	e.polled(c)
+	e.settle(pctx, c, out, h.options())
 }
 
 // giveBack releases claims this executor took but will not poll.

@@ -60,7 +60,7 @@ func RegisterSafely[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts 
 
 // handler runs polls of one registered type, hiding S and M from the executor.
 type handler interface {
-	poll(ctx context.Context, c *claimed) outcome
+	poll(ctx context.Context, c *claimed) *outcome
 	options() typeOptions
 }
 
@@ -103,49 +103,49 @@ type typed[S, M any] struct {
 
 func (h *typed[S, M]) options() typeOptions { return h.opts }
 
-func (h *typed[S, M]) poll(ctx context.Context, c *claimed) (out outcome) {
+func (h *typed[S, M]) poll(ctx context.Context, c *claimed) (out *outcome) {
 	t := &Task[S, M]{ID: c.id, Type: c.typ, Parent: c.parent, Failures: c.failures}
 	if len(c.state) > 0 && string(c.state) != "null" {
 		if err := json.Unmarshal(c.state, &t.State); err != nil {
-			return outcome{err: fmt.Errorf("task %s: state does not decode into %T: %w", c.id, t.State, err)}
+			return &outcome{err: fmt.Errorf("task %s: state does not decode into %T: %w", c.id, t.State, err)}
 		}
 	}
 	in, err := inbox.New[M](c.id, c.inbox)
 	if err != nil {
-		return outcome{err: err}
+		return &outcome{err: err}
 	}
 	t.Inbox = in
 	defer func() {
 		if v := recover(); v != nil {
-			out = outcome{err: &PanicError{Value: v, Stack: debug.Stack()}}
+			out = &outcome{err: &PanicError{Value: v, Stack: debug.Stack()}}
 		}
 	}()
 	act, err := h.p.Poll(ctx, t)
 	if err != nil {
-		return outcome{err: err}
+		return &outcome{err: err}
 	}
-	return finish(t.ID, act, t.State, in.Taken(), t.effects)
+	return finish(t.ID, &act, t.State, in.Taken(), &t.effects)
 }
 
 // finish validates and encodes what a successful poll asked for.
-func finish(id tasks.ID, act Action, state any, taken int, eff effects) outcome {
+func finish(id tasks.ID, act *Action, state any, taken int, eff *effects) *outcome {
 	if eff.err != nil {
-		return outcome{err: eff.err}
+		return &outcome{err: eff.err}
 	}
 	if act.kind == 0 {
-		return outcome{err: fmt.Errorf("task %s: poller returned no action: return Yield, Sleep, SleepUntil, Suspend, Done or DoneWith", id)}
+		return &outcome{err: fmt.Errorf("task %s: poller returned no action: return Yield, Sleep, SleepUntil, Suspend, Done or DoneWith", id)}
 	}
 	if act.kind == actDone && len(eff.spawns) > 0 {
-		return outcome{err: fmt.Errorf("task %s: a poll that ends its task cannot spawn children", id)}
+		return &outcome{err: fmt.Errorf("task %s: a poll that ends its task cannot spawn children", id)}
 	}
 	st, err := json.Marshal(state)
 	if err != nil {
-		return outcome{err: fmt.Errorf("task %s: encode state: %w", id, err)}
+		return &outcome{err: fmt.Errorf("task %s: encode state: %w", id, err)}
 	}
-	out := outcome{state: st, taken: taken, action: act, effects: eff}
+	out := &outcome{state: st, taken: taken, action: *act, effects: *eff}
 	if act.kind == actDone && act.result != nil {
 		if out.result, err = tasks.EncodeJSON(act.result); err != nil {
-			return outcome{err: fmt.Errorf("task %s: encode result: %w", id, err)}
+			return &outcome{err: fmt.Errorf("task %s: encode result: %w", id, err)}
 		}
 	}
 	return out
