@@ -2,8 +2,10 @@ package executor_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,6 +132,75 @@ func TestManyEffectsInOneCommit(t *testing.T) {
 	start(t, e)
 	task := waitStatus(t, db, root, tasks.Done)
 	require.JSONEq(t, fmt.Sprint(kids*(kids+1)), string(task.Result))
+}
+
+// Batched commits apply effects per batch, yet each poll's effects keep
+// their order: a message to a child spawned in the same poll follows the
+// child's first message, and a child's last message to its parent precedes
+// its completion.
+func TestEffectsKeepTheirOrderInBatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	e := executor.New(db, fastConfig())
+	const kids = 60
+	type parent struct {
+		Spawned bool
+		Heard   map[string]string // child -> "msg" or "msg,done"
+		Done    int
+	}
+	var bad atomic.Value
+	executor.Register(e, "parent", executor.PollerFunc[parent, json.RawMessage](func(ctx context.Context, t *executor.Task[parent, json.RawMessage]) (executor.Action, error) {
+		if !t.State.Spawned {
+			t.State.Spawned, t.State.Heard = true, map[string]string{}
+			for range kids {
+				kid := t.Spawn("kid", nil, "first")
+				t.Send(kid, "second")
+			}
+			return executor.Suspend(), nil
+		}
+		for {
+			m, ok := t.Inbox.Pop()
+			if !ok {
+				break
+			}
+			from := m.From.String()
+			switch {
+			case m.Done:
+				if t.State.Heard[from] != "msg" {
+					bad.Store("completion of " + from + " before its message")
+				}
+				t.State.Heard[from] += ",done"
+				t.State.Done++
+			default:
+				t.State.Heard[from] = "msg"
+			}
+		}
+		if t.State.Done == kids {
+			return executor.Done(), nil
+		}
+		return executor.Suspend(), nil
+	}))
+	executor.Register(e, "kid", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
+		var got []string
+		for {
+			m, ok := t.Inbox.Pop()
+			if !ok {
+				break
+			}
+			got = append(got, m.Body)
+		}
+		if len(got) != 2 || got[0] != "first" || got[1] != "second" {
+			bad.Store(fmt.Sprintf("child %s got %q", t.ID, got))
+		}
+		t.Send(t.Parent, "hello")
+		return executor.Done(), nil
+	}))
+	start(t, e)
+	root, err := tasks.Create(ctx, db, tasks.Spec{Type: "parent"})
+	require.NoError(t, err)
+	waitStatus(t, db, root, tasks.Done)
+	require.Nil(t, bad.Load())
 }
 
 // With LISTEN off (PgBouncer in transaction mode), the executor finds work

@@ -91,6 +91,13 @@ BEGIN
 END
 $$;
 
+-- The functions below that join arrays of task IDs to corotask.tasks run with
+-- enable_seqscan, enable_hashjoin and enable_mergejoin off. plpgsql caches a
+-- generic plan after a few calls, which guesses the arrays' size; on a table
+-- of a few thousand rows or more it then hashes a sequential scan of the whole
+-- table where a few index probes would do. Every statement here touches only
+-- the rows its arrays name, by task_id, so index probes are always right.
+
 -- create_tasks inserts many tasks in one statement. Each array holds one element
 -- per task; parents must exist (or be created in the same call) and not have ended.
 -- A task with a message gets it as its first inbox entry, from its parent.
@@ -102,7 +109,8 @@ CREATE FUNCTION corotask.create_tasks(
     p_messages jsonb[],
     p_wake_ats timestamptz[]
 ) RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = ''
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
     bad uuid;
 BEGIN
@@ -157,7 +165,8 @@ $$;
 -- deliver appends an envelope to a live task's inbox (or inbox_next while it is being
 -- polled) and wakes it. It returns false when the task does not exist or has ended.
 CREATE FUNCTION corotask.deliver(p_to uuid, p_envelope jsonb) RETURNS boolean
-LANGUAGE plpgsql SET search_path = '' AS $$
+LANGUAGE plpgsql SET search_path = ''
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 BEGIN
     UPDATE corotask.tasks SET
         inbox = CASE WHEN heartbeat = '0001-01-01 00:00:00+00'
@@ -315,10 +324,18 @@ CREATE FUNCTION corotask.commit_polls(
     p_results jsonb[],
     p_effects jsonb[]
 ) RETURNS SETOF uuid
-LANGUAGE plpgsql SET search_path = '' AS $$
+LANGUAGE plpgsql SET search_path = ''
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
     r record;
     others uuid[];
+    spawners uuid[] := '{}';  -- polls that spawned, in batch order ...
+    spawns jsonb[] := '{}';   -- ... and their children
+    senders uuid[] := '{}';   -- polls that sent messages, in batch order ...
+    sends jsonb[] := '{}';    -- ... and their messages
+    children uuid[] := '{}';  -- tasks this batch ended that have a parent ...
+    parents uuid[] := '{}';   -- ... their parents ...
+    results jsonb[] := '{}';  -- ... and their results
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(p_actions) AS a
                WHERE a IS NULL OR a NOT IN ('yield', 'sleep', 'until', 'suspend', 'done')) THEN
@@ -376,25 +393,58 @@ BEGIN
         SELECT * FROM committed ORDER BY i
     LOOP
         RETURN NEXT r.task_id;
-        IF r.effects IS NOT NULL THEN
-            IF jsonb_array_length(coalesce(r.effects -> 'spawn', '[]')) > 0 THEN
-                PERFORM corotask.create_tasks(
-                    array_agg((e ->> 'id')::uuid ORDER BY n),
-                    array_agg(e ->> 'type' ORDER BY n),
-                    array_agg(r.task_id ORDER BY n),
-                    array_agg(CASE WHEN e ? 'state' THEN e -> 'state' END ORDER BY n),
-                    array_agg(CASE WHEN e ? 'msg' THEN e -> 'msg' END ORDER BY n),
-                    array_agg(NULL::timestamptz ORDER BY n))
-                FROM jsonb_array_elements(r.effects -> 'spawn') WITH ORDINALITY AS s(e, n);
-            END IF;
-            PERFORM corotask.send_to_task((e ->> 'to')::uuid, r.task_id, e -> 'msg')
-            FROM jsonb_array_elements(coalesce(r.effects -> 'send', '[]')) WITH ORDINALITY AS s(e, n)
-            ORDER BY n;
+        IF jsonb_array_length(coalesce(r.effects -> 'spawn', '[]')) > 0 THEN
+            spawners := array_append(spawners, r.task_id);
+            spawns := array_append(spawns, (r.effects -> 'spawn'));
+        END IF;
+        IF jsonb_array_length(coalesce(r.effects -> 'send', '[]')) > 0 THEN
+            senders := array_append(senders, r.task_id);
+            sends := array_append(sends, (r.effects -> 'send'));
         END IF;
         IF r.action = 'done' AND r.parent_id IS NOT NULL THEN
-            PERFORM corotask.deliver(r.parent_id, corotask.completion(r.task_id, 'done', r.result, NULL));
+            children := array_append(children, r.task_id);
+            parents := array_append(parents, r.parent_id);
+            results := array_append(results, r.result);
         END IF;
     END LOOP;
+    -- Effects are applied per batch, not per poll: every child in one
+    -- create_tasks, then the messages in batch order (after the children, so
+    -- that a poll may message the child it spawned), then one update of each
+    -- parent with the completions of its children, in batch order.
+    IF cardinality(spawners) > 0 THEN
+        PERFORM corotask.create_tasks(
+            array_agg((e ->> 'id')::uuid ORDER BY k, n),
+            array_agg(e ->> 'type' ORDER BY k, n),
+            array_agg(x.parent ORDER BY k, n),
+            array_agg(CASE WHEN e ? 'state' THEN e -> 'state' END ORDER BY k, n),
+            array_agg(CASE WHEN e ? 'msg' THEN e -> 'msg' END ORDER BY k, n),
+            array_agg(NULL::timestamptz ORDER BY k, n))
+        FROM unnest(spawners, spawns) WITH ORDINALITY AS x(parent, spawn, k),
+             jsonb_array_elements(x.spawn) WITH ORDINALITY AS s(e, n);
+    END IF;
+    IF cardinality(senders) > 0 THEN
+        PERFORM corotask.send_to_task((e ->> 'to')::uuid, x.sender, e -> 'msg')
+        FROM unnest(senders, sends) WITH ORDINALITY AS x(sender, send, k),
+             jsonb_array_elements(x.send) WITH ORDINALITY AS s(e, n)
+        ORDER BY k, n;
+    END IF;
+    IF cardinality(children) > 0 THEN
+        -- As corotask.deliver does, for each parent at once. MATERIALIZED
+        -- keeps the aggregate from being re-run per row of the join.
+        WITH c AS MATERIALIZED (
+            SELECT x.parent, array_agg(corotask.completion(x.child, 'done', x.result, NULL) ORDER BY k) AS envs
+            FROM unnest(parents, children, results) WITH ORDINALITY AS x(parent, child, result, k)
+            GROUP BY x.parent
+        )
+        UPDATE corotask.tasks t SET
+            inbox = CASE WHEN t.heartbeat = '0001-01-01 00:00:00+00'
+                         THEN t.inbox || c.envs ELSE t.inbox END,
+            inbox_next = CASE WHEN t.heartbeat = '0001-01-01 00:00:00+00'
+                              THEN t.inbox_next ELSE t.inbox_next || c.envs END,
+            wake_at = LEAST(t.wake_at, now())
+        FROM c
+        WHERE t.task_id = c.parent AND t.done_at IS NULL;
+    END IF;
 END
 $$;
 
@@ -449,7 +499,8 @@ $$;
 -- release_claims gives claims back without counting a failure (an executor
 -- shutting down): the tasks are ready for another executor at once.
 CREATE FUNCTION corotask.release_claims(p_tasks uuid[], p_claims uuid[]) RETURNS integer
-LANGUAGE sql SET search_path = '' AS $$
+LANGUAGE sql SET search_path = ''
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
     WITH released AS (
         UPDATE corotask.tasks t SET
             inbox = t.inbox || t.inbox_next,
