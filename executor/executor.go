@@ -300,9 +300,9 @@ func (e *Executor) start(pollBase context.Context, c *claimed) bool {
 	return true
 }
 
-// run polls c and settles the outcome. It runs in the poll's own goroutine,
-// one per poll in flight, so the frames below the poller stay small: a
-// goroutine's stack then stays at its 2 KB minimum.
+// run polls c and settles the outcome, in the poll's own goroutine. There
+// is one such goroutine per poll in flight, so its frames are kept small
+// (the outcome travels by pointer): they sit under the poller's own.
 func (e *Executor) run(pctx context.Context, cancel context.CancelCauseFunc, c *claimed, h handler) {
 	defer e.polls.Done()
 	defer e.signal()
@@ -328,13 +328,20 @@ func (e *Executor) giveBack(cs []*claimed) {
 // waits on its WAL flush.
 func (e *Executor) polled(c *claimed) {
 	e.mu.Lock()
-	if f, ok := e.inflight[c.id]; ok && f.c == c && !f.settling {
-		f.settling = true
-		e.polling--
-		e.perType[c.typ]--
+	if f, ok := e.inflight[c.id]; ok && f.c == c {
+		e.freeSlot(f)
 	}
 	e.mu.Unlock()
 	e.signal()
+}
+
+// freeSlot stops counting f's poll as running, once. e.mu is held.
+func (e *Executor) freeSlot(f *flight) {
+	if !f.settling {
+		f.settling = true
+		e.polling--
+		e.perType[f.c.typ]--
+	}
 }
 
 // done forgets a claim whose poll has settled.
@@ -343,10 +350,7 @@ func (e *Executor) done(c *claimed) {
 	e.mu.Lock()
 	if f, ok := e.inflight[c.id]; ok && f.c == c {
 		delete(e.inflight, c.id)
-		if !f.settling {
-			e.polling--
-			e.perType[c.typ]--
-		}
+		e.freeSlot(f)
 	}
 	e.mu.Unlock()
 }

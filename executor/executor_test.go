@@ -547,76 +547,74 @@ func TestExecutorSurvivesKilledConnections(t *testing.T) {
 	}
 }
 
-func TestConcurrencyLimitPerType(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := testdb.New(t)
-	e := executor.New(db, fastConfig())
-	var cur, peak atomic.Int64
-	executor.Register(e, "limited", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
-		n := cur.Add(1)
-		defer cur.Add(-1)
-		for {
-			p := peak.Load()
-			if n <= p || peak.CompareAndSwap(p, n) {
-				break
-			}
+// gauge counts the polls running at once and keeps the most it saw.
+type gauge struct{ cur, peak atomic.Int64 }
+
+// enter counts a poll in; the poll calls leave when it returns.
+func (g *gauge) enter() (leave func()) {
+	n := g.cur.Add(1)
+	for {
+		p := g.peak.Load()
+		if n <= p || g.peak.CompareAndSwap(p, n) {
+			break
 		}
-		return executor.Done(), nil
-	}), executor.MaxConcurrency(2))
-	specs := make([]tasks.Spec, 30)
+	}
+	return func() { g.cur.Add(-1) }
+}
+
+// runTasks creates n tasks of typ, runs e, and waits until all are done.
+// during runs once e has started, before the wait.
+func runTasks(t *testing.T, db *pgxpool.Pool, e *executor.Executor, typ tasks.Type, n int, during func()) {
+	t.Helper()
+	ctx := context.Background()
+	specs := make([]tasks.Spec, n)
 	for i := range specs {
-		specs[i] = tasks.Spec{Type: "limited"}
+		specs[i] = tasks.Spec{Type: typ}
 	}
 	_, err := tasks.CreateMany(ctx, db, specs)
 	require.NoError(t, err)
 	start(t, e)
+	during()
 	waitFor(t, "all done", func() bool {
-		list, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.Done, Limit: 100})
+		list, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.Done, Limit: n + 1})
 		require.NoError(t, err)
-		return len(list) == 30
+		return len(list) == n
 	})
-	require.LessOrEqual(t, peak.Load(), int64(2))
+}
+
+func TestConcurrencyLimitPerType(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	e := executor.New(db, fastConfig())
+	var g gauge
+	executor.Register(e, "limited", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		defer g.enter()()
+		return executor.Done(), nil
+	}), executor.MaxConcurrency(2))
+	runTasks(t, db, e, "limited", 30, func() {})
+	require.LessOrEqual(t, g.peak.Load(), int64(2))
 }
 
 // TestConcurrencyLimit: no more than Config.Concurrency polls run at once,
 // although the executor claims more while finished polls commit.
 func TestConcurrencyLimit(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	db := testdb.New(t)
 	cfg := fastConfig()
 	cfg.Concurrency = 3
 	e := executor.New(db, cfg)
-	var cur, peak atomic.Int64
+	var g gauge
 	gate := make(chan struct{})
 	executor.Register(e, "gated", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
-		n := cur.Add(1)
-		defer cur.Add(-1)
-		for {
-			p := peak.Load()
-			if n <= p || peak.CompareAndSwap(p, n) {
-				break
-			}
-		}
+		defer g.enter()()
 		<-gate
 		return executor.Done(), nil
 	}))
-	specs := make([]tasks.Spec, 30)
-	for i := range specs {
-		specs[i] = tasks.Spec{Type: "gated"}
-	}
-	_, err := tasks.CreateMany(ctx, db, specs)
-	require.NoError(t, err)
-	start(t, e)
-	waitFor(t, "every slot busy", func() bool { return cur.Load() == 3 })
-	close(gate)
-	waitFor(t, "all done", func() bool {
-		list, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.Done, Limit: 100})
-		require.NoError(t, err)
-		return len(list) == 30
+	runTasks(t, db, e, "gated", 30, func() {
+		waitFor(t, "every slot busy", func() bool { return g.cur.Load() == 3 })
+		close(gate)
 	})
-	require.Equal(t, int64(3), peak.Load())
+	require.Equal(t, int64(3), g.peak.Load())
 }
 
 // TestCommittingPollFreesItsSlot: a poll that returned no longer holds its
