@@ -2,13 +2,16 @@
 // the tests use.
 //
 // The order is: an explicit URL (the --database-url flag), else $DATABASE_URL,
-// else a server answering on 127.0.0.1:5432 as user postgres, else a private
-// cluster started from this machine's PostgreSQL binaries (initdb and pg_ctl
-// on PATH or under /usr/lib/postgresql/*/bin). The private cluster lives in
-// the user's cache directory (see [DefaultPrivateDir]), listens only on a unix
-// socket inside its data directory and is reused by later calls and by other
-// processes; start-up is serialised with a file lock so that parallel
-// `go test` processes share one cluster.
+// else libpq's environment (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD,
+// PGSERVICE, ... as pgx reads them) when any of its variables is set, else a
+// server answering on 127.0.0.1:5432 as user postgres, else, when the caller
+// allows it, a private cluster started from this machine's PostgreSQL
+// binaries (initdb and pg_ctl on PATH or under /usr/lib/postgresql/*/bin).
+// The private cluster lives in the user's cache directory (see
+// [DefaultPrivateDir]), listens only on a unix socket inside its data
+// directory and is reused by later calls and by other processes; start-up is
+// serialised with a file lock so that parallel `go test` processes share one
+// cluster.
 package database
 
 import (
@@ -19,17 +22,19 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// LocalURL is the URL of the conventional local server that [URL] tries
-// before falling back to a private cluster.
+// LocalURL is the URL of the conventional local server that [Find] tries
+// after the explicit URL and the environment.
 const LocalURL = "postgres://postgres@127.0.0.1:5432/postgres"
 
-// localProbeTimeout bounds how long [URL] waits for a server on
+// localProbeTimeout bounds how long [Find] waits for a server on
 // 127.0.0.1:5432 to answer.
 const localProbeTimeout = 2 * time.Second
 
@@ -37,35 +42,310 @@ const localProbeTimeout = 2 * time.Second
 // os.UserCacheDir when running as root; see there for why.
 const RootCacheDir = "/var/cache/corotask"
 
-// URL returns the connection string to use: explicit if non-empty, else
-// $DATABASE_URL, else [LocalURL] if a server answers there within about two
-// seconds, else the URL of the private cluster in [DefaultPrivateDir] for the
-// installed PostgreSQL version, started if needed (see [Private]).
-//
-// If none of these can be had, the error says how to install PostgreSQL; it
-// wraps [ErrNoPostgres] when no server binaries were found.
-func URL(ctx context.Context, explicit string) (string, error) {
-	return resolve(ctx, explicit, os.Getenv("DATABASE_URL"), LocalURL, defaultPrivate)
+// ErrNoDatabase is wrapped by the error of [Find] when no database can be had
+// and the private cluster was not allowed.
+var ErrNoDatabase = errors.New("no database")
+
+// LibpqEnv lists the environment variables of libpq that pgx reads. When any
+// of them is set, [Find] connects with an empty connection string, which pgx
+// completes from all of them, as psql does.
+var LibpqEnv = []string{
+	"PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD", "PGPASSFILE",
+	"PGSERVICE", "PGSERVICEFILE", "PGAPPNAME", "PGCONNECT_TIMEOUT", "PGSSLMODE",
+	"PGSSLKEY", "PGSSLCERT", "PGSSLCERTMODE", "PGSSLSNI", "PGSSLROOTCERT",
+	"PGSSLPASSWORD", "PGSSLNEGOTIATION", "PGTARGETSESSIONATTRS", "PGTZ",
+	"PGOPTIONS", "PGMINPROTOCOLVERSION", "PGMAXPROTOCOLVERSION",
+	"PGCHANNELBINDING", "PGREQUIREAUTH",
 }
 
-// resolve is URL with its inputs made explicit, for tests.
-func resolve(ctx context.Context, explicit, env, local string, private func(context.Context) (string, error)) (string, error) {
-	if explicit != "" {
-		return explicit, nil
+// secretEnv are the variables of LibpqEnv whose values are secrets.
+var secretEnv = map[string]bool{"PGPASSWORD": true, "PGSSLPASSWORD": true}
+
+// Source says where a [Target] came from.
+type Source int
+
+const (
+	FromFlag        Source = iota + 1 // the explicit URL (--database-url)
+	FromDatabaseURL                   // $DATABASE_URL
+	FromLibpqEnv                      // libpq's PG* environment variables
+	FromLocal                         // the server on 127.0.0.1:5432
+	FromPrivate                       // the private cluster
+)
+
+// PrivateMode says whether [Find] may use the private cluster.
+type PrivateMode int
+
+const (
+	// PrivateNever never uses the private cluster: when nothing else can be
+	// had, Find fails with [ErrNoDatabase]. The CLI's default.
+	PrivateNever PrivateMode = iota
+	// PrivateFallback uses the private cluster when nothing else can be had:
+	// the default of the examples and tests.
+	PrivateFallback
+	// PrivateOnly uses the private cluster and nothing else (the CLI's
+	// --private-cluster).
+	PrivateOnly
+)
+
+// Options are the inputs of [Find].
+type Options struct {
+	// Explicit is the URL given on the command line; empty when none.
+	Explicit string
+	// Private says whether the private cluster may be used.
+	Private PrivateMode
+	// Getenv reads the environment; nil means os.Getenv. Note that pgx
+	// itself reads libpq's variables from the process's environment.
+	Getenv func(string) string
+	// Local is the local server's URL; empty means [LocalURL].
+	Local string
+	// StartPrivate starts or reuses the private cluster and returns its URL;
+	// nil means the one in [DefaultPrivateDir].
+	StartPrivate func(context.Context) (string, error)
+}
+
+// Target is the database [Find] chose.
+type Target struct {
+	// ConnString is the connection string for pgx: a URL, or "" for
+	// libpq's environment.
+	ConnString string
+	Source     Source
+	// Env holds the libpq variables that were set (FromLibpqEnv only).
+	Env map[string]string
+}
+
+// String describes the target for messages, with passwords masked, e.g.
+// "postgres://alice:xxxxx@db:5432/app (from --database-url)".
+func (t Target) String() string {
+	switch t.Source {
+	case FromFlag:
+		return Redact(t.ConnString) + " (from --database-url)"
+	case FromDatabaseURL:
+		return Redact(t.ConnString) + " (from DATABASE_URL)"
+	case FromLibpqEnv:
+		return describeConfig(t.ConnString) + " (from " + strings.Join(t.envNames(), ", ") + ")"
+	case FromLocal:
+		return Redact(t.ConnString) + " (the local server)"
+	case FromPrivate:
+		return Redact(t.ConnString) + " (the private cluster)"
 	}
-	if env != "" {
-		return env, nil
+	return Redact(t.ConnString)
+}
+
+// envNames returns the names of t.Env, sorted.
+func (t Target) envNames() []string {
+	names := make([]string, 0, len(t.Env))
+	for k := range t.Env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Command returns a corotask command line that reaches the same database as
+// t, to paste into a shell: "corotask --database-url 'postgres://...'",
+// "PGHOST=db PGUSER=alice corotask", "corotask --private-cluster". Passwords
+// are never printed: when the database needs one, note says where the
+// command expects it (and is empty otherwise).
+func (t Target) Command() (cmd, note string) {
+	const passNote = "the password is not shown: give it in PGPASSWORD or ~/.pgpass"
+	switch t.Source {
+	case FromPrivate:
+		return "corotask --private-cluster", ""
+	case FromDatabaseURL:
+		if hasPassword(t.ConnString) {
+			return `corotask --database-url "$DATABASE_URL"`, ""
+		}
+	case FromLibpqEnv:
+		var parts []string
+		for _, k := range t.envNames() {
+			if secretEnv[k] {
+				note = passNote
+				continue
+			}
+			parts = append(parts, k+"="+ShellQuote(t.Env[k]))
+		}
+		return strings.Join(append(parts, "corotask"), " "), note
+	}
+	u := t.ConnString
+	if hasPassword(u) {
+		u, note = withoutPassword(u), passNote
+	}
+	return "corotask --database-url " + ShellQuote(u), note
+}
+
+// ShellQuote quotes s for a POSIX shell when it needs quoting.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@%+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// hasPassword says whether the connection string u carries a password.
+func hasPassword(u string) bool {
+	return Redact(u) != u
+}
+
+// withoutPassword returns the URL u without its password (in the user
+// information or a password query parameter).
+func withoutPassword(u string) string {
+	if !strings.Contains(u, "://") {
+		return strings.Join(strings.Fields(kvPassword.ReplaceAllString(u, "")), " ")
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return Redact(u)
+	}
+	if p.User != nil {
+		p.User = url.User(p.User.Username())
+	}
+	q := p.Query()
+	if q.Has("password") {
+		q.Del("password")
+		p.RawQuery = q.Encode()
+	}
+	return p.String()
+}
+
+// describeConfig returns, as a URL with the password masked, where pgx
+// connects with connection string s (which may be "": libpq's environment).
+func describeConfig(s string) string {
+	cfg, err := pgconn.ParseConfig(s)
+	if err != nil {
+		return Redact(s)
+	}
+	u := url.URL{Scheme: "postgres", Path: "/" + cfg.Database}
+	if cfg.Password != "" {
+		u.User = url.UserPassword(cfg.User, redacted)
+	} else {
+		u.User = url.User(cfg.User)
+	}
+	if strings.HasPrefix(cfg.Host, "/") {
+		u.RawQuery = "host=" + cfg.Host + fmt.Sprintf("&port=%d", cfg.Port)
+	} else {
+		u.Host = fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
+	}
+	return u.String()
+}
+
+// URL returns the connection string the examples and tests use: [Find] with
+// the explicit URL, falling back to the private cluster.
+func URL(ctx context.Context, explicit string) (string, error) {
+	t, err := Find(ctx, Options{Explicit: explicit, Private: PrivateFallback})
+	if err != nil {
+		return "", err
+	}
+	return t.ConnString, nil
+}
+
+// Find returns the database to use: opts.Explicit if non-empty, else
+// $DATABASE_URL, else libpq's environment if any of [LibpqEnv] is set, else
+// [LocalURL] if a server answers there within about two seconds, else, if
+// opts.Private allows it, the private cluster in [DefaultPrivateDir] for the
+// installed PostgreSQL version, started if needed (see [Private]).
+//
+// If none of these can be had, the error says what was tried and how to
+// install PostgreSQL; it wraps [ErrNoDatabase], or [ErrNoPostgres] when the
+// private cluster was allowed but no server binaries were found.
+func Find(ctx context.Context, opts Options) (Target, error) {
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	local := opts.Local
+	if local == "" {
+		local = LocalURL
+	}
+	private := opts.StartPrivate
+	if private == nil {
+		private = defaultPrivate
+	}
+
+	if opts.Private == PrivateOnly {
+		u, err := private(ctx)
+		if err != nil {
+			return Target{}, err
+		}
+		return Target{ConnString: u, Source: FromPrivate}, nil
+	}
+	if opts.Explicit != "" {
+		return Target{ConnString: opts.Explicit, Source: FromFlag}, nil
+	}
+	if env := getenv("DATABASE_URL"); env != "" {
+		return Target{ConnString: env, Source: FromDatabaseURL}, nil
+	}
+	env := map[string]string{}
+	for _, k := range LibpqEnv {
+		if v := getenv(k); v != "" {
+			env[k] = v
+		}
+	}
+	if len(env) > 0 {
+		return Target{ConnString: "", Source: FromLibpqEnv, Env: env}, nil
 	}
 	localErr := ping(ctx, local, localProbeTimeout)
 	if localErr == nil {
-		return local, nil
+		return Target{ConnString: local, Source: FromLocal}, nil
+	}
+	tried := fmt.Sprintf("--database-url, DATABASE_URL and libpq's PG* variables are unset, and %s does not answer (%s)",
+		Redact(local), ConnectDetail(localErr))
+	if opts.Private == PrivateNever {
+		return Target{}, fmt.Errorf("%w: %s; start a PostgreSQL server (install it with `apt-get install postgresql` on Debian/Ubuntu, "+
+			"`dnf install postgresql-server` on Fedora, `brew install postgresql` on macOS), pass --database-url or set DATABASE_URL or PGHOST, "+
+			"or pass --private-cluster to use a private cluster started from this machine's PostgreSQL binaries", ErrNoDatabase, tried)
 	}
 	u, err := private(ctx)
 	if err != nil {
-		return "", fmt.Errorf("no database: --database-url and DATABASE_URL are unset, %s does not answer (%v), and the private cluster failed: %w",
-			Redact(local), localErr, err)
+		return Target{}, fmt.Errorf("%s, and the private cluster failed: %w", tried, err)
 	}
-	return u, nil
+	return Target{ConnString: u, Source: FromPrivate}, nil
+}
+
+// ConnectError returns the error for a failed connection to target (as
+// [Target.String] or [Redact] describe it): "cannot connect to TARGET:
+// DETAIL", where DETAIL is [ConnectDetail] of err. It wraps err.
+func ConnectError(target string, err error) error {
+	return &connectError{target: target, err: err}
+}
+
+type connectError struct {
+	target string
+	err    error
+}
+
+func (e *connectError) Error() string {
+	return "cannot connect to " + e.target + ": " + ConnectDetail(e.err)
+}
+
+func (e *connectError) Unwrap() error { return e.err }
+
+// ConnectDetail returns the message of a connection error of pgx once: pgx
+// repeats the user and database (which the caller names already) and lists
+// every attempt, often the same failure twice (with and without TLS). The
+// result keeps each distinct attempt's failure, joined with "; ", with
+// passwords masked.
+func ConnectDetail(err error) string {
+	var ce *pgconn.ConnectError
+	if !errors.As(err, &ce) || errors.Unwrap(ce) == nil {
+		return Redact(err.Error())
+	}
+	inner := errors.Unwrap(ce)
+	var attempts []error
+	if j, ok := inner.(interface{ Unwrap() []error }); ok {
+		attempts = j.Unwrap()
+	} else {
+		attempts = []error{inner}
+	}
+	var msgs []string
+	seen := map[string]bool{}
+	for _, a := range attempts {
+		m := a.Error()
+		if !seen[m] {
+			seen[m] = true
+			msgs = append(msgs, m)
+		}
+	}
+	return Redact(strings.Join(msgs, "; "))
 }
 
 // defaultPrivate starts or reuses the private cluster in DefaultPrivateDir.
@@ -133,48 +413,31 @@ func ping(ctx context.Context, u string, timeout time.Duration) error {
 const redacted = "xxxxx"
 
 var (
-	// userinfoPassword matches the password part of "scheme://user:password@".
-	userinfoPassword = regexp.MustCompile(`(://[^/?#@:]*:)[^/?#]*@`)
-	// kvPassword matches password=... in keyword/value connection strings.
-	kvPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)`)
+	// userinfoPassword matches the password of "scheme://user:password@" in
+	// text, up to the last "@" of the word, so that a password with an
+	// unescaped "@" is masked whole.
+	userinfoPassword = regexp.MustCompile("([a-zA-Z][a-zA-Z0-9+.-]*://[^:/?#@\\s\"'`]*:)[^\\s\"'`]*@")
+	// kvPassword matches password=..., sslpassword=... and PGPASSWORD=...,
+	// in keyword/value connection strings, URL queries and error messages.
+	kvPassword = regexp.MustCompile(`(?i)(\b(?:ssl|pg)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&'"` + "`" + `]*)`)
 )
 
-// Redact returns the connection string u with any password replaced by
-// "xxxxx", for error messages. It handles URLs (a password in the user
-// information or in a password= query parameter) and keyword/value strings
-// such as "host=h password=secret".
-func Redact(u string) string {
-	if !strings.Contains(u, "://") {
-		return kvPassword.ReplaceAllString(u, "${1}"+redacted)
-	}
-	p, err := url.Parse(u)
-	if err != nil {
-		// Not a valid URL: best effort on the raw text.
-		u = userinfoPassword.ReplaceAllString(u, "${1}"+redacted+"@")
-		if before, query, ok := strings.Cut(u, "?"); ok {
-			u = before + "?" + redactQuery(query)
-		}
-		return u
-	}
-	if _, ok := p.User.Password(); ok {
-		p.User = url.UserPassword(p.User.Username(), redacted)
-	}
-	p.RawQuery = redactQuery(p.RawQuery)
-	return p.String()
-}
-
-// redactQuery replaces the value of every password=... parameter in a raw
-// query, keeping the other parameters as they are.
-func redactQuery(q string) string {
-	parts := strings.Split(q, "&")
-	for i, part := range parts {
-		key, _, found := strings.Cut(part, "=")
-		if k, err := url.QueryUnescape(key); err == nil {
-			key = k
-		}
-		if found && strings.EqualFold(key, "password") {
-			parts[i] = part[:strings.IndexByte(part, '=')+1] + redacted
+// Redact returns s with every password in it replaced by "xxxxx". s is a
+// connection string or any text that holds some, such as an error message:
+// it masks URLs (the password in the user information, even one with an
+// unescaped "@" or a URL that does not parse, and password query
+// parameters) and keyword/value strings ("host=h password=secret"). It is
+// the one function corotask masks passwords with, in every message and
+// error.
+func Redact(s string) string {
+	if strings.Contains(s, "://") && !strings.ContainsAny(s, " \t\n`\"'") {
+		if p, err := url.Parse(s); err == nil && p.User != nil {
+			if _, ok := p.User.Password(); ok {
+				p.User = url.UserPassword(p.User.Username(), redacted)
+				s = p.String()
+			}
 		}
 	}
-	return strings.Join(parts, "&")
+	s = userinfoPassword.ReplaceAllString(s, "${1}"+redacted+"@")
+	return kvPassword.ReplaceAllString(s, "${1}"+redacted)
 }

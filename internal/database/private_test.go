@@ -103,9 +103,9 @@ func TestPrivate(t *testing.T) {
 
 	// URL takes a local server that answers.
 	failed := func(context.Context) (string, error) { return "", fmt.Errorf("must not be called") }
-	got, err := resolve(ctx, "", "", u, failed)
+	got, err := Find(ctx, Options{Getenv: func(string) string { return "" }, Local: u, Private: PrivateFallback, StartPrivate: failed})
 	require.NoError(t, err)
-	require.Equal(t, u, got)
+	require.Equal(t, Target{ConnString: u, Source: FromLocal}, got)
 
 	// Stop, twice, then start again.
 	require.NoError(t, StopPrivate(ctx, dir))

@@ -1,8 +1,8 @@
 // Package testdb gives each test a fresh, migrated database of its own, so
 // tests run in parallel and never see what another test left behind.
 //
-// The server is the one internal/database resolves (DATABASE_URL, a server on
-// 127.0.0.1:5432, or a private cluster). A template database holding the
+// The server is the one internal/database resolves (DATABASE_URL, libpq's PG*
+// environment, a server on 127.0.0.1:5432, or a private cluster). A template database holding the
 // current migrations is made once and cloned for every test.
 package testdb
 
@@ -135,12 +135,17 @@ func createDatabase(admin, template string) (string, func() error, error) {
 		}
 		return nil
 	}
-	u, err := url.Parse(admin)
-	if err != nil {
-		return "", nil, fmt.Errorf("parse url: %w", err)
+	return onDatabase(admin, name), drop, nil
+}
+
+// onDatabase returns the connection string conn (a URL, a keyword/value
+// string, or "" for libpq's environment) with its database replaced by name.
+func onDatabase(conn, name string) string {
+	if u, err := url.Parse(conn); err == nil && u.Scheme != "" {
+		u.Path = "/" + name
+		return u.String()
 	}
-	u.Path = "/" + name
-	return u.String(), drop, nil
+	return strings.TrimSpace(conn + " dbname=" + name)
 }
 
 // New creates a fresh migrated database for the test and returns a pool on
@@ -168,12 +173,7 @@ func Pool(t testing.TB, url string) *pgxpool.Pool {
 // WithDatabase returns url with its database name replaced by name.
 func WithDatabase(t testing.TB, rawURL, name string) string {
 	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatalf("testdb: parse url: %v", err)
-	}
-	u.Path = "/" + name
-	return u.String()
+	return onDatabase(rawURL, name)
 }
 
 // template makes (once per server and migration set) a database holding the
@@ -218,9 +218,7 @@ func template(admin string) (string, error) {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+building); err != nil {
 		return "", err
 	}
-	u, _ := url.Parse(admin)
-	u.Path = "/" + building
-	tc, err := pgx.Connect(ctx, u.String())
+	tc, err := pgx.Connect(ctx, onDatabase(admin, building))
 	if err != nil {
 		return "", err
 	}
