@@ -6,9 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/corotask/corotask/internal/database"
 )
 
 // Exit codes.
@@ -39,6 +42,9 @@ type command struct {
 	summary string // one line for `corotask help`
 	help    string // what the command does, for `corotask NAME --help`
 	example string // one or more example command lines
+	// noDatabase is true for a command that uses no database (version): its
+	// help then lists no database flags.
+	noDatabase bool
 	// flags declares the command's own flags on fs (--database-url and --help
 	// are declared for every command) and returns the function that runs the
 	// command on the positional arguments, once the flags are parsed.
@@ -59,6 +65,14 @@ type app struct {
 	getenv func(string) string
 	// databaseURL is --database-url, empty when not given.
 	databaseURL string
+	// privateCluster is --private-cluster.
+	privateCluster bool
+	// startPrivate starts the private cluster; nil means the one in the
+	// user's cache directory. Tests replace it.
+	startPrivate func(context.Context) (string, error)
+	// localURL is the local server tried last; empty means
+	// database.LocalURL. Tests replace it.
+	localURL string
 }
 
 // run is the whole CLI: it parses args (without the program name), runs the
@@ -68,26 +82,31 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	a := &app{cmd: "corotask", stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	return (&app{cmd: "corotask", stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}).run(ctx, args)
+}
+
+// run is the package's run on a.
+func (a *app) run(ctx context.Context, args []string) int {
 
 	// Global flags, before the command name.
 	gfs := newFlagSet("corotask")
 	gfs.StringVar(&a.databaseURL, "database-url", "", "")
+	gfs.BoolVar(&a.privateCluster, "private-cluster", false, "")
 	showVersion := gfs.Bool("version", false, "")
 	if err := gfs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			printMainHelp(stdout)
+			printMainHelp(a.stdout)
 			return exitOK
 		}
 		return a.fail(usagef("%v", err))
 	}
 	if *showVersion {
-		fmt.Fprintln(stdout, versionString())
+		fmt.Fprintln(a.stdout, versionString())
 		return exitOK
 	}
 	rest := gfs.Args()
 	if len(rest) == 0 {
-		printMainHelp(stderr)
+		printMainHelp(a.stderr)
 		return exitUsage
 	}
 	name, rest := rest[0], rest[1:]
@@ -96,29 +115,114 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	cmd := lookup(name)
 	if cmd == nil {
-		return a.fail(usagef("unknown command %q (run 'corotask help' for the list)", name))
+		return a.fail(unknownCommand(name))
 	}
 	return a.execute(ctx, cmd, rest)
 }
 
+// unknownCommand is the usage error for a command that does not exist; it
+// suggests the nearest one when one is near.
+func unknownCommand(name string) error {
+	if near := nearest(name); near != "" {
+		return usagef("unknown command %q: did you mean %q? (run 'corotask help' for the list)", name, near)
+	}
+	return usagef("unknown command %q (run 'corotask help' for the list)", name)
+}
+
+// nearest returns the command name (or "help") nearest to name by edit
+// distance, counting a swap of two neighbouring letters as one edit, when it
+// is at most 2 edits and less than half of name away; else "".
+func nearest(name string) string {
+	best, bestDist := "", 3
+	for _, c := range append(commandNames(), "help") {
+		if d := editDistance(strings.ToLower(name), c); d < bestDist && 2*d < max(len(name), len(c)) {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// commandNames returns the names of the commands, in help order.
+func commandNames() []string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return names
+}
+
+// editDistance is the optimal string alignment distance between a and b:
+// insertions, deletions, substitutions and swaps of adjacent characters.
+func editDistance(a, b string) int {
+	r, s := []rune(a), []rune(b)
+	d := make([][]int, len(r)+1)
+	for i := range d {
+		d[i] = make([]int, len(s)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(r); i++ {
+		for j := 1; j <= len(s); j++ {
+			cost := 1
+			if r[i-1] == s[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && r[i-1] == s[j-2] && r[i-2] == s[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(r)][len(s)]
+}
+
 // helpCommand is `corotask help [COMMAND]`.
 func (a *app) helpCommand(args []string) int {
-	if len(args) == 0 {
+	a.cmd = "help"
+	var names []string
+	for _, arg := range args {
+		switch arg {
+		case "-h", "-help", "--help":
+			fmt.Fprint(a.stdout, helpHelp)
+			return exitOK
+		}
+		if strings.HasPrefix(arg, "-") && arg != "-" {
+			return a.fail(usagef("unknown flag %s (run 'corotask help --help' for usage)", arg))
+		}
+		names = append(names, arg)
+	}
+	if len(names) == 0 {
 		printMainHelp(a.stdout)
 		return exitOK
 	}
-	a.cmd = "help"
-	if len(args) > 1 {
-		return a.fail(usagef("unexpected argument %q", args[1]))
+	if len(names) > 1 {
+		return a.fail(usagef("unexpected argument %q: give one COMMAND", names[1]))
 	}
-	cmd := lookup(args[0])
+	if names[0] == "help" {
+		fmt.Fprint(a.stdout, helpHelp)
+		return exitOK
+	}
+	cmd := lookup(names[0])
 	if cmd == nil {
-		return a.fail(usagef("unknown command %q (run 'corotask help' for the list)", args[0]))
+		return a.fail(unknownCommand(names[0]))
 	}
 	fs, _ := a.flagSet(cmd)
 	printCommandHelp(a.stdout, cmd, fs)
 	return exitOK
 }
+
+// helpHelp is `corotask help --help`.
+const helpHelp = `Usage: corotask help [COMMAND]
+
+Print the list of commands and how corotask finds its database or, with
+COMMAND, that command's flags and an example (as 'corotask COMMAND --help').
+
+Example:
+  corotask help
+  corotask help send
+`
 
 // lookup returns the command called name, or nil.
 func lookup(name string) *command {
@@ -139,14 +243,23 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
-// databaseURLUsage documents --database-url for every command.
-const databaseURLUsage = "the PostgreSQL `URL` (default: $DATABASE_URL, else local; see 'corotask help')"
+// Usage of the database flags of every command that uses a database.
+const (
+	databaseURLUsage    = "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else 127.0.0.1:5432; see 'corotask help')"
+	privateClusterUsage = "use the private cluster started from this machine's PostgreSQL binaries instead of a server"
+)
 
-// flagSet returns cmd's flags, with the flags every command has, and the
-// function that runs cmd.
+// databaseFlags are the flags printCommandHelp lists last.
+var databaseFlags = []string{"database-url", "private-cluster"}
+
+// flagSet returns cmd's flags, with the flags every command that uses a
+// database has, and the function that runs cmd.
 func (a *app) flagSet(cmd *command) (*flag.FlagSet, runFunc) {
 	fs := newFlagSet(cmd.name)
-	fs.StringVar(&a.databaseURL, "database-url", a.databaseURL, databaseURLUsage)
+	if !cmd.noDatabase {
+		fs.StringVar(&a.databaseURL, "database-url", a.databaseURL, databaseURLUsage)
+		fs.BoolVar(&a.privateCluster, "private-cluster", a.privateCluster, privateClusterUsage)
+	}
 	return fs, cmd.flags(fs)
 }
 
@@ -225,7 +338,7 @@ func (a *app) fail(err error) int {
 	if a.cmd != "corotask" {
 		prefix = "corotask " + a.cmd + ": "
 	}
-	fmt.Fprintf(a.stderr, "%s%v\n", prefix, explain(err))
+	fmt.Fprintf(a.stderr, "%s%s\n", prefix, database.Redact(explain(err).Error()))
 	var ue *usageError
 	if errors.As(err, &ue) {
 		if a.cmd != "corotask" && a.cmd != "help" {
@@ -258,7 +371,7 @@ func wantArgs(args []string, names ...string) error {
 func printMainHelp(w io.Writer) {
 	fmt.Fprint(w, `corotask: durable coroutine-style tasks on PostgreSQL.
 
-Usage: corotask [--database-url URL] COMMAND [flags] [arguments]
+Usage: corotask [--database-url URL | --private-cluster] COMMAND [flags] [arguments]
 
 Commands:
 `)
@@ -268,9 +381,12 @@ Commands:
 	}
 	tw.Flush()
 	fmt.Fprint(w, `
-The database is --database-url, else $DATABASE_URL, else a server on
-127.0.0.1:5432 (user postgres), else a private cluster started from this
-machine's PostgreSQL binaries.
+The database is --database-url, else $DATABASE_URL, else the one libpq's
+variables (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, PGSERVICE, ...)
+name, as for psql, else a server on 127.0.0.1:5432 (user postgres). With
+--private-cluster it is instead a private cluster started from this
+machine's PostgreSQL binaries, never used unless asked. Each command says on
+standard error which database it uses, with the password masked.
 
 Tasks are named by ID: a ULID (26 characters) or a UUID.
 Exit status: 0 on success, 1 on an error, 2 on a usage error.
@@ -288,12 +404,16 @@ func printCommandHelp(w io.Writer, cmd *command, fs *flag.FlagSet) {
 	// The command's own flags by name, then the common ones.
 	var own []*flag.Flag
 	fs.VisitAll(func(f *flag.Flag) {
-		if f.Name != "database-url" {
+		if !slices.Contains(databaseFlags, f.Name) {
 			own = append(own, f)
 		}
 	})
 	sort.Slice(own, func(i, j int) bool { return own[i].Name < own[j].Name })
-	own = append(own, fs.Lookup("database-url"))
+	for _, name := range databaseFlags {
+		if f := fs.Lookup(name); f != nil {
+			own = append(own, f)
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
 	for _, f := range own {
 		value, usage := flag.UnquoteUsage(f)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -19,20 +20,41 @@ import (
 type result struct {
 	code           int
 	stdout, stderr string
+	// using is the line that says which database the command used, taken
+	// out of stderr; empty when there was none.
+	using string
 }
 
 func (r result) String() string {
-	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s%s", r.code, r.stdout, r.using, r.stderr)
 }
 
 // runCLI runs the CLI in process with the given standard input and
 // environment.
 func runCLI(t *testing.T, env map[string]string, stdin string, args ...string) result {
 	t.Helper()
+	return runApp(&app{stdin: strings.NewReader(stdin), getenv: func(k string) string { return env[k] }}, args...)
+}
+
+// runApp runs the CLI in process as a, whose outputs it sets.
+func runApp(a *app, args ...string) result {
 	var stdout, stderr strings.Builder
-	code := run(context.Background(), args, strings.NewReader(stdin), &stdout, &stderr,
-		func(k string) string { return env[k] })
-	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	a.cmd, a.stdout, a.stderr = "corotask", &stdout, &stderr
+	if a.getenv == nil {
+		a.getenv = func(string) string { return "" }
+	}
+	code := a.run(context.Background(), args)
+	return newResult(code, stdout.String(), stderr.String())
+}
+
+// usingLine matches the line that says which database a command uses.
+var usingLine = regexp.MustCompile(`(?m)^corotask [a-z]+: using .*\n`)
+
+// newResult is the result of a run, with the line that says which database
+// it used moved from stderr to using.
+func newResult(code int, stdout, stderr string) result {
+	return result{code: code, stdout: stdout, stderr: usingLine.ReplaceAllString(stderr, ""),
+		using: strings.Join(usingLine.FindAllString(stderr, -1), "")}
 }
 
 // cli runs corotask commands against one database, given with
@@ -149,7 +171,13 @@ func TestCommandHelp(t *testing.T) {
 			require.Empty(t, r.stderr)
 			require.True(t, strings.HasPrefix(r.stdout, "Usage: corotask "+c.name+" [flags]"), "%v: %s", args, r)
 			require.Contains(t, r.stdout, "\nExample:\n  corotask "+c.name)
-			require.Contains(t, r.stdout, "--database-url URL")
+			if c.noDatabase {
+				require.NotContains(t, r.stdout, "--database-url", "%v", args)
+				require.NotContains(t, r.stdout, "--private-cluster", "%v", args)
+			} else {
+				require.Contains(t, r.stdout, "--database-url URL")
+				require.Contains(t, r.stdout, "--private-cluster")
+			}
 		}
 	}
 }
@@ -229,8 +257,13 @@ func TestUnreachableDatabase(t *testing.T) {
 			runCLI(t, nil, "", append([]string{"--database-url=" + url}, args...)...),
 			runCLI(t, map[string]string{"DATABASE_URL": url}, "", args...),
 		} {
-			requireError(t, r, args[0], "cannot connect to database postgres://u:xxxxx@127.0.0.1:1/x")
-			require.NotContains(t, r.stderr, "secret", "the password is redacted")
+			requireError(t, r, args[0], "cannot connect to postgres://u:xxxxx@127.0.0.1:1/x")
+			require.Contains(t, r.using, "using postgres://u:xxxxx@127.0.0.1:1/x")
+			require.NotContains(t, r.stderr+r.using, "secret", "the password is redacted")
+			// pgx's error, which lists each attempt, is printed once.
+			require.Equal(t, 1, strings.Count(r.stderr, "connection refused"), "%s", r)
+			require.Equal(t, 1, strings.Count(r.stderr, "127.0.0.1:1/x"), "%s", r)
+			require.Equal(t, 1, strings.Count(r.stderr, "\n"), "%s", r)
 		}
 	}
 }

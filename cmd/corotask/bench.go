@@ -27,11 +27,13 @@ corotask bench oneshot -executors 2`,
 			if !slices.Contains(bench.Scenarios(), args[0]) && args[0] != "all" {
 				return usagef("unknown scenario %q: want one of %s, all", args[0], strings.Join(bench.Scenarios(), ", "))
 			}
-			u, err := a.resolveURL(ctx)
+			t, err := a.target(ctx)
 			if err != nil {
 				return err
 			}
-			opts.Scenario, opts.DatabaseURL = args[0], u
+			// An empty URL (libpq's environment) resolves to the same
+			// environment again in bench.
+			opts.Scenario, opts.DatabaseURL = args[0], t.ConnString
 			return bench.Run(ctx, opts, a.stdout, a.stderr)
 		}
 	},

@@ -18,51 +18,61 @@ import (
 // set connect_timeout.
 const connectTimeout = 10 * time.Second
 
-// resolveURL returns the database to use: --database-url, else
-// $DATABASE_URL (through a.getenv), else the default resolution of
-// internal/database (127.0.0.1:5432, else a private cluster).
-func (a *app) resolveURL(ctx context.Context) (string, error) {
-	explicit := a.databaseURL
-	if explicit == "" {
-		explicit = a.getenv("DATABASE_URL")
+// target returns the database to act on: --database-url, else $DATABASE_URL
+// (through a.getenv), else libpq's PG* environment, else the server on
+// 127.0.0.1:5432; or, with --private-cluster, the private cluster. It says on
+// standard error which database it is, with the password masked. It never
+// falls back to the private cluster on its own.
+func (a *app) target(ctx context.Context) (database.Target, error) {
+	if a.privateCluster && a.databaseURL != "" {
+		return database.Target{}, usagef("--database-url and --private-cluster exclude each other: give one")
 	}
-	u, err := database.URL(ctx, explicit)
+	opts := database.Options{Explicit: a.databaseURL, Getenv: a.getenv, Local: a.localURL, StartPrivate: a.startPrivate}
+	if a.privateCluster {
+		opts.Private = database.PrivateOnly
+	}
+	t, err := database.Find(ctx, opts)
 	if err != nil {
-		return "", fmt.Errorf("find a database: %w", err)
+		return database.Target{}, err
 	}
-	return u, nil
+	fmt.Fprintf(a.stderr, "corotask %s: using %s\n", a.cmd, t)
+	return t, nil
 }
 
 // connect opens one connection to the database; the caller closes it with
 // closeConn.
 func (a *app) connect(ctx context.Context) (*pgx.Conn, error) {
-	u, err := a.resolveURL(ctx)
+	t, err := a.target(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pgx.ParseConfig(u)
+	cfg, err := pgx.ParseConfig(t.ConnString)
 	if err != nil {
-		return nil, invalidURL(u, err)
+		return nil, invalidURL(t, err)
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = connectTimeout
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("cannot connect to database %s: %w", database.Redact(u), err)
+		return nil, database.ConnectError(t.String(), err)
 	}
 	return conn, nil
 }
 
 // invalidURL is the usage error for a connection string that does not parse.
-// pgx's message repeats the string with its password redacted; only the
-// reason after it is kept.
-func invalidURL(u string, err error) error {
+// pgx's message repeats the string (with its password masked); only the
+// reason after it is kept, so that the string is printed once.
+func invalidURL(t database.Target, err error) error {
 	reason := err.Error()
 	if _, after, ok := strings.Cut(reason, "`: "); ok {
 		reason = after
 	}
-	return usagef("invalid database URL %s: %s", database.Redact(u), reason)
+	what := "database URL " + database.Redact(t.ConnString)
+	if t.Source == database.FromLibpqEnv {
+		what = "connection settings: " + t.String()
+	}
+	return usagef("invalid %s: %s", what, database.Redact(reason))
 }
 
 // closeConn closes conn, even when ctx is already canceled.

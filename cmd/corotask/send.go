@@ -5,12 +5,24 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/corotask/corotask/inbox"
 	"github.com/corotask/corotask/tasks"
 )
+
+// isTerminal says whether r is a terminal (a character device), which a
+// person types into.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(interface{ Stat() (os.FileInfo, error) })
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
 
 // maxInput bounds what send reads from standard input; the database refuses
 // bodies over tasks.MaxMessageBytes anyway.
@@ -43,6 +55,9 @@ echo '"ping"' | corotask send --from 01JD7X2A0B1C2D3E4F5G6H7J8K 01JD7X3M5Q8R9S2T
 			if len(args) == 2 && args[1] != "-" {
 				data = []byte(args[1])
 			} else {
+				if isTerminal(a.stdin) {
+					fmt.Fprintln(a.stderr, "corotask send: reading the message body (one JSON value) from standard input; end it with Ctrl-D")
+				}
 				if data, err = io.ReadAll(io.LimitReader(a.stdin, maxInput+1)); err != nil {
 					return fmt.Errorf("read standard input: %w", err)
 				}

@@ -9,10 +9,11 @@ import (
 )
 
 var versionCmd = &command{
-	name:    "version",
-	summary: "print the version of corotask",
-	help:    `Print the version of this corotask binary and the Go release that built it.`,
-	example: `corotask version`,
+	name:       "version",
+	summary:    "print the version of corotask",
+	help:       `Print the version of this corotask binary and the Go release that built it.`,
+	example:    `corotask version`,
+	noDatabase: true,
 	flags: func(fs *flag.FlagSet) runFunc {
 		return func(ctx context.Context, a *app, args []string) error {
 			if err := wantArgs(args); err != nil {
