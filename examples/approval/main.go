@@ -14,17 +14,19 @@
 //
 //	go run ./examples/approval
 //
-// creates an order, prints the exact commands that approve or reject it,
-// and runs an executor until the order ends:
+// creates an order, prints the exact commands that approve or reject it (on
+// the database the program uses: here the server on 127.0.0.1:5432; with
+// a private cluster they carry --private-cluster, and a password is never
+// printed), and runs an executor until the order ends:
 //
 //	order 01M80BQXCCNEJD5WAAXATW0K2C for a new laptop waits for approval until 2026-11-23 00:50:47 (a reminder every 10s)
 //	approve it from another shell with:
 //
-//	    corotask send 01M80BQXCCNEJD5WAAXATW0K2C '{"approve":true}'
+//	    corotask --database-url postgres://postgres@127.0.0.1:5432/postgres send 01M80BQXCCNEJD5WAAXATW0K2C '{"approve":true}'
 //
 //	or reject it with:
 //
-//	    corotask send 01M80BQXCCNEJD5WAAXATW0K2C '{"approve":false,"reason":"too expensive"}'
+//	    corotask --database-url postgres://postgres@127.0.0.1:5432/postgres send 01M80BQXCCNEJD5WAAXATW0K2C '{"approve":false,"reason":"too expensive"}'
 //
 //	(from a clone of the repository, `go run ./cmd/corotask` works as `corotask`)
 //	reminder 1: order 01M80BQXCCNEJD5WAAXATW0K2C for a new laptop waits for approval (23h59m50s left)
@@ -52,8 +54,9 @@
 //	-timeout D        how long the order waits for a decision (default 24h)
 //	-remind D         how often it reminds (default 10s)
 //	-order ID         wait for an existing order instead of creating one
-//	--database-url U  the PostgreSQL URL (default $DATABASE_URL, else a server
-//	                  on 127.0.0.1:5432, else a private cluster)
+//	--database-url U  the PostgreSQL URL (default $DATABASE_URL, else libpq's
+//	                  PG* variables, else a server on 127.0.0.1:5432, else a
+//	                  private cluster)
 //	-v                debug logs
 //
 // An order can also be created without this program, with
@@ -72,7 +75,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -93,16 +95,13 @@ type config struct {
 	Timeout     time.Duration // how long an order waits for a decision
 	Remind      time.Duration // how often it reminds
 	Order       string        // an existing order to wait for
-	// DatabaseURLFlag is whether DatabaseURL came from --database-url, so the
-	// printed commands need it too.
-	DatabaseURLFlag bool
-	Logger          *slog.Logger
+	Logger      *slog.Logger
 }
 
 func main() {
 	var cfg config
 	var verbose bool
-	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else 127.0.0.1:5432, else a private cluster)")
+	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else 127.0.0.1:5432, else a private cluster)")
 	flag.StringVar(&cfg.Item, "item", "a new laptop", "what the order is for")
 	flag.DurationVar(&cfg.Timeout, "timeout", 24*time.Hour, "how long the order waits for a decision")
 	flag.DurationVar(&cfg.Remind, "remind", 10*time.Second, "how often the order reminds")
@@ -114,7 +113,6 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	cfg.DatabaseURLFlag = cfg.DatabaseURL != ""
 	level := slog.LevelWarn
 	if verbose {
 		level = slog.LevelDebug
@@ -124,7 +122,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "approval:", err)
+		fmt.Fprintln(os.Stderr, "approval:", database.Redact(err.Error()))
 		os.Exit(1)
 	}
 }
@@ -230,17 +228,17 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	}
 	// The poller prints reminders while this goroutine prints too.
 	stdout = &lockedWriter{w: stdout}
-	url, err := database.URL(ctx, cfg.DatabaseURL)
+	target, err := database.Find(ctx, database.Options{Explicit: cfg.DatabaseURL, Private: database.PrivateFallback})
 	if err != nil {
 		return err
 	}
-	db, err := pgxpool.New(ctx, url)
+	db, err := pgxpool.New(ctx, target.ConnString)
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w", database.Redact(url), err)
+		return fmt.Errorf("invalid database URL: %w", err) // pgx's error names it, masked
 	}
 	defer db.Close()
 	if err := corosql.Migrate(ctx, db); err != nil {
-		return fmt.Errorf("migrate %s: %w", database.Redact(url), err)
+		return target.Wrap("migrate", err)
 	}
 
 	var id tasks.ID
@@ -268,12 +266,13 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "order %s for %s waits for approval until %s (a reminder every %s)\n",
 			id, cfg.Item, now.Add(cfg.Timeout).Format(time.DateTime), cfg.Remind)
 	}
-	cli := "corotask"
-	if cfg.DatabaseURLFlag {
-		cli += " --database-url " + shellQuote(cfg.DatabaseURL)
-	}
+	// The commands reach the database this program uses.
+	cli, note := target.Command()
 	fmt.Fprintf(stdout, "approve it from another shell with:\n\n    %s send %s '{\"approve\":true}'\n\n", cli, id)
 	fmt.Fprintf(stdout, "or reject it with:\n\n    %s send %s '{\"approve\":false,\"reason\":\"too expensive\"}'\n\n", cli, id)
+	if note != "" {
+		fmt.Fprintf(stdout, "(%s)\n", note)
+	}
 	fmt.Fprintf(stdout, "(from a clone of the repository, `go run ./cmd/corotask` works as `corotask`)\n")
 
 	e := executor.New(db, executor.Config{Logger: cfg.Logger})
@@ -319,11 +318,6 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // lockedWriter serializes writes from several goroutines.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/database"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
@@ -128,10 +130,10 @@ func (s *session) wait(t *testing.T) string {
 // order's ID.
 func (s *session) order(t *testing.T) tasks.ID {
 	t.Helper()
-	_, m := s.out.waitFor(t, 0, `^    corotask send (\S+) '\{"approve":true\}'$`)
+	_, m := s.out.waitFor(t, 0, `^    corotask --database-url \S+ send (\S+) '\{"approve":true\}'$`)
 	id, err := tasks.ParseID(m[1])
 	require.NoError(t, err)
-	s.out.waitFor(t, 0, fmt.Sprintf(`^    corotask send %s '\{"approve":false,"reason":"too expensive"\}'$`, id))
+	s.out.waitFor(t, 0, fmt.Sprintf(`^    corotask --database-url \S+ send %s '\{"approve":false,"reason":"too expensive"\}'$`, id))
 	return id
 }
 
@@ -243,8 +245,25 @@ func TestOrderCreatedElsewhere(t *testing.T) {
 func TestPrintedCommandNamesExplicitDatabase(t *testing.T) {
 	t.Parallel()
 	url := testdb.URL(t)
-	s := start(t, config{DatabaseURL: url, DatabaseURLFlag: true, Item: "a pen", Timeout: time.Hour, Remind: time.Hour})
-	s.out.waitFor(t, 0, `^    corotask --database-url '`+regexp.QuoteMeta(url)+`' send \S+ '\{"approve":true\}'$`)
+	s := start(t, config{DatabaseURL: url, Item: "a pen", Timeout: time.Hour, Remind: time.Hour})
+	s.out.waitFor(t, 0, `^    corotask --database-url `+regexp.QuoteMeta(database.ShellQuote(url))+` send \S+ '\{"approve":true\}'$`)
+}
+
+// A database with a password gets a command without it, and a note that
+// says where the CLI takes it from.
+func TestPrintedCommandHidesPassword(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(testdb.URL(t))
+	require.NoError(t, err)
+	if _, ok := u.User.Password(); !ok {
+		// The server ignores a password it does not ask for (trust).
+		u.User = url.UserPassword(u.User.Username(), "s3cret")
+	}
+	s := start(t, config{DatabaseURL: u.String(), Item: "a pen", Timeout: time.Hour, Remind: time.Hour})
+	u.User = url.User(u.User.Username())
+	s.out.waitFor(t, 0, `^    corotask --database-url `+regexp.QuoteMeta(database.ShellQuote(u.String()))+` send \S+ '\{"approve":true\}'$`)
+	s.out.waitFor(t, 0, `^\(the password is not shown: give it in PGPASSWORD or ~/.pgpass\)$`)
+	require.NotContains(t, s.out.String(), "s3cret")
 }
 
 func TestParseDecision(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/corotask/corotask/internal/database"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
@@ -71,4 +72,31 @@ func TestPingPong(t *testing.T) {
 func TestBadN(t *testing.T) {
 	t.Parallel()
 	require.EqualError(t, run(context.Background(), config{N: 0}, &bytes.Buffer{}), "-n 0: want at least one round trip")
+}
+
+// cancelOnWrite cancels a context at its first write.
+type cancelOnWrite struct {
+	bytes.Buffer
+	cancel context.CancelFunc
+}
+
+func (w *cancelOnWrite) Write(p []byte) (int, error) {
+	w.cancel()
+	return w.Buffer.Write(p)
+}
+
+// Interrupted, the program prints the commands that cancel the players on
+// the database it used.
+func TestInterruptedPrintsCancelCommands(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &cancelOnWrite{cancel: cancel}
+	err := run(ctx, config{DatabaseURL: url, N: 1000000, Logger: testLogger()}, out)
+	require.Error(t, err)
+	m := regexp.MustCompile(`^players (\S+) \(serves\) and (\S+) play`).FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	cli := "corotask --database-url " + database.ShellQuote(url)
+	require.Contains(t, err.Error(), "cancel them with `"+cli+" cancel "+m[1]+"` and `"+cli+" cancel "+m[2]+"`")
 }

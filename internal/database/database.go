@@ -122,7 +122,11 @@ func (t Target) String() string {
 	case FromDatabaseURL:
 		return Redact(t.ConnString) + " (from DATABASE_URL)"
 	case FromLibpqEnv:
-		return describeConfig(t.ConnString) + " (from " + strings.Join(t.envNames(), ", ") + ")"
+		d := describeConfig(t.ConnString)
+		if d == "" {
+			d = "libpq's environment"
+		}
+		return d + " (from " + strings.Join(t.envNames(), ", ") + ")"
 	case FromLocal:
 		return Redact(t.ConnString) + " (the local server)"
 	case FromPrivate:
@@ -173,6 +177,23 @@ func (t Target) Command() (cmd, note string) {
 	return "corotask --database-url " + ShellQuote(u), note
 }
 
+// Commands returns corotask command lines for a message that tells the user
+// what to run on t: each of cmds (a command and its arguments, such as
+// "cancel 01J...") after [Target.Command]'s prefix, in backquotes, joined
+// with " and ", followed by Command's note in parentheses when there is one.
+func (t Target) Commands(cmds ...string) string {
+	cli, note := t.Command()
+	lines := make([]string, len(cmds))
+	for i, c := range cmds {
+		lines[i] = "`" + cli + " " + c + "`"
+	}
+	s := strings.Join(lines, " and ")
+	if note != "" {
+		s += " (" + note + ")"
+	}
+	return s
+}
+
 // ShellQuote quotes s for a POSIX shell when it needs quoting.
 func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@%+=,") == "" {
@@ -208,11 +229,15 @@ func withoutPassword(u string) string {
 }
 
 // describeConfig returns, as a URL with the password masked, where pgx
-// connects with connection string s (which may be "": libpq's environment).
+// connects with connection string s (which may be "": libpq's environment);
+// "" when s does not parse.
 func describeConfig(s string) string {
 	cfg, err := pgconn.ParseConfig(s)
 	if err != nil {
-		return Redact(s)
+		return ""
+	}
+	if cfg.Host == "" {
+		return ""
 	}
 	u := url.URL{Scheme: "postgres", Path: "/" + cfg.Database}
 	if cfg.Password != "" {
@@ -299,6 +324,17 @@ func Find(ctx context.Context, opts Options) (Target, error) {
 		return Target{}, fmt.Errorf("%s, and the private cluster failed: %w", tried, err)
 	}
 	return Target{ConnString: u, Source: FromPrivate}, nil
+}
+
+// Wrap returns err, an error of operation op (such as "migrate") on t, naming
+// t once: a connection failure becomes [ConnectError], other errors
+// "OP TARGET: ERR".
+func (t Target) Wrap(op string, err error) error {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return ConnectError(t.String(), err)
+	}
+	return fmt.Errorf("%s %s: %w", op, t, err)
 }
 
 // ConnectError returns the error for a failed connection to target (as

@@ -130,6 +130,14 @@ func TestTargetStringAndCommand(t *testing.T) {
 	}
 }
 
+func TestTargetCommands(t *testing.T) {
+	t.Parallel()
+	tg := Target{ConnString: "postgres://alice:s3cret@db/app", Source: FromFlag}
+	require.Equal(t, "`corotask --database-url postgres://alice@db/app cancel A` and `corotask --database-url postgres://alice@db/app cancel B`"+
+		" (the password is not shown: give it in PGPASSWORD or ~/.pgpass)", tg.Commands("cancel A", "cancel B"))
+	require.Equal(t, "`corotask --private-cluster cancel A`", Target{ConnString: "x", Source: FromPrivate}.Commands("cancel A"))
+}
+
 func TestTargetLibpqEnv(t *testing.T) {
 	t.Parallel()
 	// pgx reads the process's environment, which this test leaves alone:
