@@ -338,7 +338,7 @@ func (a *app) fail(err error) int {
 	if a.cmd != "corotask" {
 		prefix = "corotask " + a.cmd + ": "
 	}
-	fmt.Fprintf(a.stderr, "%s%s\n", prefix, database.Redact(explain(err).Error()))
+	fmt.Fprintf(a.stderr, "%s%s\n", prefix, database.ErrorText(explain(err)))
 	var ue *usageError
 	if errors.As(err, &ue) {
 		if a.cmd != "corotask" && a.cmd != "help" {

@@ -294,3 +294,13 @@ func TestSendSaysItReadsTheTerminal(t *testing.T) {
 	require.Equal(t, exitOK, r.code, "%s", r)
 	require.Empty(t, r.stderr)
 }
+
+// Errors made outside this package (bench's) are masked and print pgx's
+// connection failure once too.
+func TestBenchConnectErrorOnce(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, nil, "", "bench", "oneshot", "--database-url", "postgres://u:s3cret@127.0.0.1:1/x")
+	requireError(t, r, "bench", "postgres://u:xxxxx@127.0.0.1:1/x")
+	require.Equal(t, 1, strings.Count(r.stderr, "connection refused"), "%s", r)
+	require.NotContains(t, r.stderr+r.using, "s3cret")
+}

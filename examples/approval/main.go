@@ -122,7 +122,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "approval:", database.Redact(err.Error()))
+		fmt.Fprintln(os.Stderr, "approval:", database.ErrorText(err))
 		os.Exit(1)
 	}
 }

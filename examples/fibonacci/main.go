@@ -116,7 +116,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "fibonacci:", database.Redact(err.Error()))
+		fmt.Fprintln(os.Stderr, "fibonacci:", database.ErrorText(err))
 		os.Exit(1)
 	}
 }

@@ -78,7 +78,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "pingpong:", database.Redact(err.Error()))
+		fmt.Fprintln(os.Stderr, "pingpong:", database.ErrorText(err))
 		os.Exit(1)
 	}
 }

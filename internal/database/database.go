@@ -355,6 +355,20 @@ func (e *connectError) Error() string {
 
 func (e *connectError) Unwrap() error { return e.err }
 
+// ErrorText returns the message of err to print: masked with [Redact], and
+// with a connection failure of pgx that err holds (and that [ConnectError]
+// did not already shorten) reduced to [ConnectDetail], so that each attempt's
+// failure is printed once.
+func ErrorText(err error) string {
+	msg := err.Error()
+	var ours *connectError
+	var ce *pgconn.ConnectError
+	if !errors.As(err, &ours) && errors.As(err, &ce) {
+		msg = strings.Replace(msg, ce.Error(), ConnectDetail(ce), 1)
+	}
+	return Redact(msg)
+}
+
 // ConnectDetail returns the message of a connection error of pgx once: pgx
 // repeats the user and database (which the caller names already) and lists
 // every attempt, often the same failure twice (with and without TLS). The

@@ -3,6 +3,7 @@ package database
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,6 +158,11 @@ func TestConnectDetailOnce(t *testing.T) {
 	detail := ConnectDetail(err)
 	require.Equal(t, 1, strings.Count(detail, "connection refused"), detail)
 	require.NotContains(t, detail, "failed to connect to `user=alice")
+
+	other := fmt.Errorf("connect to postgres://alice:s3cret@127.0.0.1:1/app: %w", err)
+	text := ErrorText(other)
+	require.Equal(t, "connect to postgres://alice:xxxxx@127.0.0.1:1/app: "+detail, text)
+	require.Equal(t, "invalid port in postgres://alice:xxxxx@db:x/app", ErrorText(errors.New("invalid port in postgres://alice:s3cret@db:x/app")))
 
 	wrapped := ConnectError("postgres://alice:xxxxx@127.0.0.1:1/app", err)
 	require.ErrorIs(t, wrapped, err)
