@@ -64,7 +64,8 @@ type flight struct {
 // New returns an Executor that works on pool, configured by cfg (see Config
 // for the defaults). The pool must allow at least two connections: one for
 // LISTEN (unless disabled) and one for claims and commits; a pool about as
-// large as the number of polls that commit at once is best.
+// large as the number of polls that commit at once is best. Heartbeats use a
+// connection of their own, opened like the pool's but outside it.
 func New(pool *pgxpool.Pool, cfg Config) *Executor {
 	stopped, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -73,7 +74,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Executor {
 		pool: pool,
 		cfg:  cfg,
 		log:  cfg.Logger,
-		keeper: heartbeat.New(pool, heartbeat.Config{
+		keeper: heartbeat.NewDedicated(heartbeat.ConnectLike(pool), heartbeat.Config{
 			Timeout: cfg.HeartbeatTimeout, Interval: cfg.HeartbeatInterval, Logger: cfg.Logger,
 		}),
 		wake:       make(chan struct{}, 1),
