@@ -295,6 +295,8 @@ func (k *Keeper) Renew(ctx context.Context) error {
 	if err != nil {
 		if k.conn != nil {
 			// Broken, or left mid-statement by the deadline: open another.
+			// (pgx closes a connection whose statement's context ended, and
+			// asks the server to cancel the statement.)
 			k.dropConn()
 		}
 		return fmt.Errorf("renew %d claims: %w", len(ids), err)
