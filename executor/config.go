@@ -2,30 +2,39 @@ package executor
 
 import (
 	"cmp"
+	"fmt"
 	"log/slog"
 	"time"
 )
 
 // Config configures an Executor. Zero fields take the defaults documented on
-// each field.
+// each field. A Config outside the limits documented on its fields makes Run
+// and PollOnce return an error that names the field.
 type Config struct {
-	// Concurrency is how many polls run at once in this executor. Default 100.
+	// Concurrency is how many polls run at once in this executor. Default 100;
+	// must not be negative.
 	// A poll that has returned stops counting while its outcome is committed
 	// (in a batch with others), so up to Concurrency more tasks may be claimed
 	// meanwhile: the executor holds at most 2×Concurrency claims.
 	Concurrency int
 	// HeartbeatTimeout is how old a claim's heartbeat may get before another
-	// executor takes the task (a crashed or stalled executor). Default 30s.
+	// executor takes the task (a crashed or stalled executor). Default 30s;
+	// must not be negative.
 	HeartbeatTimeout time.Duration
 	// HeartbeatInterval is how often the claims of in-flight polls are renewed,
-	// all in one statement. Default HeartbeatTimeout/3.
+	// all in one statement. Default HeartbeatTimeout/3. It must be shorter
+	// than HeartbeatTimeout, else claims go stale between renewals and are
+	// taken over from live executors; at most HeartbeatTimeout/2 is
+	// recommended, so that a claim survives one failed renewal.
 	HeartbeatInterval time.Duration
 	// PollInterval is how often the executor looks for ready tasks when it
 	// hears nothing through LISTEN/NOTIFY (or always, with DisableListen), and
-	// looks for tasks whose heartbeat went stale. Default 1s.
+	// looks for tasks whose heartbeat went stale. Default 1s; must not be
+	// negative.
 	PollInterval time.Duration
 	// ShutdownTimeout is how long Run waits for in-flight polls after its
-	// context ends, before it cancels them and releases their claims. Default 10s.
+	// context ends, before it cancels them and releases their claims. Default
+	// 10s; must not be negative.
 	ShutdownTimeout time.Duration
 	// DisableListen turns LISTEN/NOTIFY off, for connection poolers such as
 	// PgBouncer in transaction mode; the executor then finds work every
@@ -35,7 +44,8 @@ type Config struct {
 	// before this executor deletes them. Default 7 days; negative keeps them
 	// forever.
 	Retention time.Duration
-	// RetentionInterval is how often expired tasks are looked for. Default 1m.
+	// RetentionInterval is how often expired tasks are looked for. Default 1m;
+	// must not be negative.
 	RetentionInterval time.Duration
 	// DisableVacuum stops the executor from vacuuming corotask.tasks itself.
 	// It only does so when the server's autovacuum is off and dead rows pile
@@ -43,7 +53,8 @@ type Config struct {
 	DisableVacuum bool
 	// BackoffMin and BackoffMax bound the delay before a failed task is polled
 	// again: BackoffMin doubled for each consecutive failure, capped at
-	// BackoffMax, with jitter. Defaults 1s and 10m.
+	// BackoffMax, with jitter. Defaults 1s and 10m; neither may be negative,
+	// and BackoffMin must not exceed BackoffMax.
 	BackoffMin, BackoffMax time.Duration
 	// Logger receives the executor's logs. Default slog.Default().
 	Logger *slog.Logger
@@ -61,4 +72,38 @@ func (c Config) withDefaults() Config {
 	c.BackoffMax = cmp.Or(c.BackoffMax, 10*time.Minute)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
+}
+
+// validate checks a Config that has its defaults, and says which field is
+// wrong and why.
+func (c Config) validate() error {
+	if c.Concurrency < 0 {
+		return fmt.Errorf("executor: Config.Concurrency (%d) must not be negative", c.Concurrency)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"HeartbeatTimeout", c.HeartbeatTimeout},
+		{"HeartbeatInterval", c.HeartbeatInterval},
+		{"PollInterval", c.PollInterval},
+		{"ShutdownTimeout", c.ShutdownTimeout},
+		{"RetentionInterval", c.RetentionInterval},
+		{"BackoffMin", c.BackoffMin},
+		{"BackoffMax", c.BackoffMax},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("executor: Config.%s (%s) must not be negative", d.name, d.v)
+		}
+	}
+	switch {
+	case c.HeartbeatInterval == 0:
+		// Only a HeartbeatTimeout of a few nanoseconds gets here.
+		return fmt.Errorf("executor: Config.HeartbeatInterval (0s, HeartbeatTimeout/3) must be positive")
+	case c.HeartbeatInterval >= c.HeartbeatTimeout:
+		return fmt.Errorf("executor: Config.HeartbeatInterval (%s) must be shorter than HeartbeatTimeout (%s)", c.HeartbeatInterval, c.HeartbeatTimeout)
+	case c.BackoffMin > c.BackoffMax:
+		return fmt.Errorf("executor: Config.BackoffMin (%s) must not exceed BackoffMax (%s)", c.BackoffMin, c.BackoffMax)
+	}
+	return nil
 }

@@ -32,6 +32,7 @@ type Executor struct {
 	cfg    Config
 	log    *slog.Logger
 	keeper *heartbeat.Keeper
+	cfgErr error         // what is wrong with cfg: Run and PollOnce refuse to start
 	wake   chan struct{} // a claim is worth trying: a NOTIFY, or a slot freed
 	// listening is closed once LISTEN is in place, so that the first claim
 	// misses no notification.
@@ -62,18 +63,21 @@ type flight struct {
 }
 
 // New returns an Executor that works on pool, configured by cfg (see Config
-// for the defaults). The pool must allow at least two connections: one for
+// for the defaults and limits; a Config outside them makes Run and PollOnce
+// return an error). The pool must allow at least two connections: one for
 // LISTEN (unless disabled) and one for claims and commits; a pool about as
-// large as the number of polls that commit at once is best.
+// large as the number of polls that commit at once is best. Heartbeats use a
+// connection of their own, opened like the pool's but outside it.
 func New(pool *pgxpool.Pool, cfg Config) *Executor {
 	stopped, cancel := context.WithCancel(context.Background())
 	cancel()
 	cfg = cfg.withDefaults()
 	return &Executor{
-		pool: pool,
-		cfg:  cfg,
-		log:  cfg.Logger,
-		keeper: heartbeat.New(pool, heartbeat.Config{
+		pool:   pool,
+		cfg:    cfg,
+		cfgErr: cfg.validate(),
+		log:    cfg.Logger,
+		keeper: heartbeat.NewDedicated(heartbeat.ConnectLike(pool), heartbeat.Config{
 			Timeout: cfg.HeartbeatTimeout, Interval: cfg.HeartbeatInterval, Logger: cfg.Logger,
 		}),
 		wake:       make(chan struct{}, 1),
@@ -117,6 +121,9 @@ func (e *Executor) Types() []tasks.Type {
 // (lost connections, a restarting server) are logged and retried; Run returns
 // an error only when it cannot start.
 func (e *Executor) Run(ctx context.Context) error {
+	if e.cfgErr != nil {
+		return e.cfgErr
+	}
 	e.mu.Lock()
 	if e.running {
 		e.mu.Unlock()
@@ -133,6 +140,10 @@ func (e *Executor) Run(ctx context.Context) error {
 	e.running = true
 	e.mu.Unlock()
 	e.log.Info("corotask: executor starting", "types", len(e.handlers), "concurrency", e.cfg.Concurrency)
+	if e.cfg.HeartbeatInterval > e.cfg.HeartbeatTimeout/2 {
+		e.log.Warn("corotask: HeartbeatInterval is over half of HeartbeatTimeout: one failed renewal expires every claim",
+			"heartbeat_interval", e.cfg.HeartbeatInterval, "heartbeat_timeout", e.cfg.HeartbeatTimeout)
+	}
 
 	// Polls and background loops outlive ctx: they are stopped by the
 	// shutdown sequence below, not by ctx itself.

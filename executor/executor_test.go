@@ -238,9 +238,10 @@ func TestStolenClaim(t *testing.T) {
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
 
-	// Executor A's heartbeat stalls: it renews far less often than the timeout.
+	// Executor A renews every 2s; B, below, holds a heartbeat older than
+	// 300ms stale: to B, A looks stalled between its renewals.
 	cfgA := fastConfig()
-	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 300*time.Millisecond, 2*time.Second
+	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 5*time.Second, 2*time.Second
 	cfgA.Concurrency = 1 // busy with its one poll: it cannot take the task back itself
 	a := executor.New(testdb.Pool(t, url), cfgA)
 	aEntered := make(chan struct{})

@@ -14,6 +14,9 @@ import (
 // many tasks it polled, and an error joining any failed polls (which are
 // recorded as failures, as Run would) and database errors.
 func (e *Executor) PollOnce(ctx context.Context) (int, error) {
+	if e.cfgErr != nil {
+		return 0, e.cfgErr
+	}
 	req := e.request()
 	req.stale = true
 	if req.total == 0 {

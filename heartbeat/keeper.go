@@ -13,7 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/tasks"
 )
@@ -24,8 +26,9 @@ import (
 var ErrClaimLost = errors.New("claim lost: the task was canceled or claimed by another executor")
 
 // ErrRenewTimeout is the cause given when the claim could not be renewed
-// (database errors) for longer than the heartbeat timeout: by then another
-// executor may own the task, so the poll must stop.
+// (database errors, or a renewal that did not finish in time) for longer than
+// the heartbeat timeout: by then another executor may own the task, so the
+// poll must stop.
 var ErrRenewTimeout = errors.New("claim expired: heartbeat could not be renewed within the heartbeat timeout")
 
 // Config configures a Keeper.
@@ -33,7 +36,8 @@ type Config struct {
 	// Timeout is how old a heartbeat may get before another executor may take
 	// the task. Default 30s.
 	Timeout time.Duration
-	// Interval between renewals. Default Timeout/3.
+	// Interval between renewals; must be shorter than Timeout. Default
+	// Timeout/3.
 	Interval time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
@@ -51,22 +55,93 @@ type entry struct {
 	renewed time.Time // local time the last successful renewal was sent
 }
 
+// ConnectFunc opens a connection for a Keeper's use alone.
+type ConnectFunc func(ctx context.Context) (*pgx.Conn, error)
+
 // Keeper renews claims. Its methods are safe for concurrent use.
 type Keeper struct {
-	db  tasks.DB
-	cfg Config
-	now func() time.Time
+	db      tasks.DB    // shared: a pool, or the caller's connection
+	connect ConnectFunc // or a connection of its own, opened by connect
+	cfg     Config
+	now     func() time.Time
 
 	mu      sync.Mutex
 	entries map[tasks.ID]*entry
+
+	// renewing serializes renewals, and guards conn.
+	renewing sync.Mutex
+	conn     *pgx.Conn
 }
 
-// New returns a Keeper renewing claims through db.
+// New returns a Keeper renewing claims through db. Through a pool, a renewal
+// waits for a free connection like any other statement (never past the
+// heartbeat timeout, see Renew); NewDedicated avoids that wait.
 func New(db tasks.DB, cfg Config) *Keeper {
+	k := newKeeper(cfg)
+	k.db = db
+	return k
+}
+
+// NewDedicated returns a Keeper renewing claims through a connection of its
+// own, opened by connect when there is a claim to renew, and opened again
+// after any error. A renewal then never waits behind other work for a
+// connection. Close (or the end of Run) closes the connection.
+func NewDedicated(connect ConnectFunc, cfg Config) *Keeper {
+	k := newKeeper(cfg)
+	k.connect = connect
+	return k
+}
+
+func newKeeper(cfg Config) *Keeper {
 	cfg.Timeout = cmp.Or(cfg.Timeout, 30*time.Second)
 	cfg.Interval = cmp.Or(cfg.Interval, cfg.Timeout/3)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
-	return &Keeper{db: db, cfg: cfg, now: time.Now, entries: map[tasks.ID]*entry{}}
+	return &Keeper{cfg: cfg, now: time.Now, entries: map[tasks.ID]*entry{}}
+}
+
+// ConnectLike returns a ConnectFunc that opens connections to the server of
+// pool, as pool opens its own (its connection settings and its BeforeConnect
+// and AfterConnect hooks), but outside it: they count neither against its
+// size nor wait for it.
+func ConnectLike(pool *pgxpool.Pool) ConnectFunc {
+	return func(ctx context.Context) (*pgx.Conn, error) {
+		pc := pool.Config()
+		cc := pc.ConnConfig
+		if pc.BeforeConnect != nil {
+			if err := pc.BeforeConnect(ctx, cc); err != nil {
+				return nil, err
+			}
+		}
+		conn, err := pgx.ConnectConfig(ctx, cc)
+		if err != nil {
+			return nil, err
+		}
+		if pc.AfterConnect != nil {
+			if err := pc.AfterConnect(ctx, conn); err != nil {
+				conn.Close(context.Background())
+				return nil, err
+			}
+		}
+		return conn, nil
+	}
+}
+
+// Close closes the keeper's own connection, if it has one open. A later
+// renewal opens another.
+func (k *Keeper) Close() {
+	k.renewing.Lock()
+	defer k.renewing.Unlock()
+	k.dropConn()
+}
+
+// dropConn closes the keeper's own connection. k.renewing is held.
+func (k *Keeper) dropConn() {
+	if k.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = k.conn.Close(ctx)
+		k.conn = nil
+	}
 }
 
 // Add starts renewing c; claimedAt is the local time just before the claim
@@ -106,8 +181,14 @@ func (k *Keeper) Len() int {
 	return len(k.entries)
 }
 
-// Run renews claims every Interval until ctx ends.
+// Run renews claims every Interval until ctx ends, then closes the keeper's
+// own connection, if any. It returns an error at once if Interval is not
+// positive and shorter than Timeout.
 func (k *Keeper) Run(ctx context.Context) error {
+	if k.cfg.Interval <= 0 || k.cfg.Interval >= k.cfg.Timeout {
+		return fmt.Errorf("heartbeat: Config.Interval (%s) must be positive and shorter than Timeout (%s)", k.cfg.Interval, k.cfg.Timeout)
+	}
+	defer k.Close()
 	t := time.NewTicker(k.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -125,19 +206,38 @@ func (k *Keeper) Run(ctx context.Context) error {
 // Renew renews every kept claim now, in one statement. Claims the database no
 // longer matches are reported lost; claims that could not be renewed for
 // longer than Timeout are reported expired.
+//
+// A renewal is given until the first of its claims would expire (its last
+// successful renewal plus Timeout): if it has not finished by then (no free
+// connection, a hung server or network, a lock), it is abandoned, and every
+// claim whose Timeout has passed is reported expired at once rather than
+// when the renewal eventually returns.
 func (k *Keeper) Renew(ctx context.Context) error {
+	k.renewing.Lock()
+	defer k.renewing.Unlock()
 	k.mu.Lock()
 	ids := make([]tasks.ID, 0, len(k.entries))
 	tokens := make([]pgtype.UUID, 0, len(k.entries))
+	sent := k.now()
+	var deadline time.Time
 	for _, e := range k.entries {
 		ids = append(ids, e.claim.Task)
 		tokens = append(tokens, pgtype.UUID{Bytes: e.claim.Token, Valid: true})
+		if exp := e.renewed.Add(k.cfg.Timeout); exp.After(sent) && (deadline.IsZero() || exp.Before(deadline)) {
+			deadline = exp
+		}
 	}
 	k.mu.Unlock()
 	if len(ids) == 0 {
 		return nil
 	}
-	sent := k.now()
+	if deadline.IsZero() {
+		// Every claim has expired here (this process stalled); the database
+		// may still say they are ours: one interval to find out.
+		deadline = sent.Add(k.cfg.Interval)
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	// A row another transaction holds (the poll's own commit, most likely) is
 	// skipped rather than waited for: a renewal never blocks, so it cannot
 	// deadlock with commits. A skipped claim that still matches is kept and
@@ -193,14 +293,32 @@ func (k *Keeper) Renew(ctx context.Context) error {
 		e.lost(causes[i])
 	}
 	if err != nil {
+		if k.conn != nil {
+			// Broken, or left mid-statement by the deadline: open another.
+			// (pgx closes a connection whose statement's context ended, and
+			// asks the server to cancel the statement.)
+			k.dropConn()
+		}
 		return fmt.Errorf("renew %d claims: %w", len(ids), err)
 	}
 	return nil
 }
 
 // collect runs a query that returns task IDs, and returns them as a set.
+// k.renewing is held.
 func (k *Keeper) collect(ctx context.Context, sql string, args ...any) (map[tasks.ID]bool, error) {
-	rows, err := k.db.Query(ctx, sql, args...)
+	db := k.db
+	if k.connect != nil {
+		if k.conn == nil {
+			conn, err := k.connect(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("connect: %w", err)
+			}
+			k.conn = conn
+		}
+		db = k.conn
+	}
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/heartbeat"
@@ -158,4 +160,104 @@ func TestRunRenewsUntilCanceled(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond)
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// A renewal that cannot finish (here, it waits for a table lock) is given
+// until the first of its claims would expire: then every claim whose timeout
+// has passed is reported expired at once, while the renewal is still
+// blocked, and younger claims are kept.
+func TestBlockedRenewalExpiresClaimsAtTheirTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	const timeout = 2 * time.Second
+	k := heartbeat.New(db, heartbeat.Config{Timeout: timeout})
+	claims := claim(t, db, 2)
+	causes := make(chan error, 2)
+	// The first claim expires in a second, the second in two.
+	k.Add(claims[0], time.Now().Add(-timeout/2), func(cause error) { causes <- cause })
+	k.Add(claims[1], time.Now(), func(cause error) { t.Errorf("young claim expired: %v", cause) })
+
+	locker, err := db.Begin(ctx)
+	require.NoError(t, err)
+	defer locker.Rollback(ctx) //nolint:errcheck
+	_, err = locker.Exec(ctx, `LOCK TABLE corotask.tasks IN ACCESS EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	locked := time.Now()
+
+	renewed := make(chan error, 1)
+	go func() { renewed <- k.Renew(ctx) }()
+	select {
+	case cause := <-causes:
+		require.ErrorIs(t, cause, heartbeat.ErrRenewTimeout)
+		require.Less(t, time.Since(locked), timeout+time.Second, "reported at the claim's timeout")
+	case <-time.After(15 * time.Second):
+		t.Fatal("the claim was not reported expired while the renewal was blocked")
+	}
+	require.ErrorIs(t, <-renewed, context.DeadlineExceeded)
+	require.Equal(t, 1, k.Len(), "the young claim is kept")
+	require.NoError(t, locker.Rollback(ctx))
+	require.NoError(t, k.Renew(ctx))
+	require.Equal(t, 1, k.Len())
+}
+
+// A keeper with a connection of its own renews while every connection of
+// the pool is taken, and opens another connection when its own breaks.
+func TestDedicatedConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	admin := testdb.Pool(t, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.MaxConns = 1
+	cfg.ConnConfig.RuntimeParams["application_name"] = "corotask-test-dedicated"
+	var hooks atomic.Int32
+	cfg.AfterConnect = func(context.Context, *pgx.Conn) error { hooks.Add(1); return nil }
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+
+	k := heartbeat.NewDedicated(heartbeat.ConnectLike(pool), heartbeat.Config{Timeout: 5 * time.Second})
+	t.Cleanup(k.Close)
+	c := claim(t, admin, 1)[0]
+	k.Add(c, time.Now(), func(cause error) { t.Errorf("lost: %v", cause) })
+
+	held, err := pool.Acquire(ctx) // the pool's only connection
+	require.NoError(t, err)
+	defer held.Release()
+	beat := func() time.Time {
+		var hb time.Time
+		require.NoError(t, admin.QueryRow(ctx, `SELECT heartbeat FROM corotask.tasks WHERE task_id = $1`, c.Task).Scan(&hb))
+		return hb
+	}
+	before := beat()
+	require.NoError(t, k.Renew(ctx))
+	require.True(t, beat().After(before), "renewed")
+	require.EqualValues(t, 2, hooks.Load(), "opened as the pool opens its own")
+
+	// Its connection is terminated: the next renewal fails, the one after
+	// reconnects.
+	var n int
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity
+		WHERE application_name = 'corotask-test-dedicated' AND pid <> $1`, held.Conn().PgConn().PID()).Scan(&n))
+	require.Equal(t, 1, n)
+	require.Error(t, k.Renew(ctx))
+	before = beat()
+	require.NoError(t, k.Renew(ctx))
+	require.True(t, beat().After(before), "renewed on a new connection")
+	require.Equal(t, 1, k.Len())
+}
+
+func TestRunRefusesAnIntervalNotShorterThanTimeout(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []heartbeat.Config{
+		{Timeout: time.Second, Interval: time.Second},
+		{Timeout: time.Second, Interval: -time.Second},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		k := heartbeat.New(&countingDB{}, cfg)
+		require.ErrorContains(t, k.Run(ctx), "must be positive and shorter than Timeout")
+		cancel()
+	}
 }

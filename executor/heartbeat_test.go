@@ -1,0 +1,141 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/executor"
+	"github.com/corotask/corotask/heartbeat"
+	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/tasks"
+)
+
+// Heartbeats do not wait for the executor's pool: pollers that hold every
+// connection of it for longer than HeartbeatTimeout keep their claims, and
+// another executor does not take their tasks over.
+func TestHeartbeatsDoNotWaitForAnExhaustedPool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	admin := testdb.Pool(t, url)
+	pcfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	pcfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+
+	const timeout = 1500 * time.Millisecond
+	cfg := executor.Config{Concurrency: 2, HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 6,
+		PollInterval: 50 * time.Millisecond, ShutdownTimeout: 2 * time.Second,
+		DisableListen: true, DisableVacuum: true, Logger: logger()}
+	a := executor.New(pool, cfg)
+	held := make(chan struct{}, 2)
+	release := make(chan struct{})
+	causes := make(chan error, 2)
+	executor.Register(a, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			return executor.Action{}, err
+		}
+		defer conn.Release()
+		held <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		causes <- context.Cause(ctx)
+		return executor.Done(), nil
+	}))
+	ids, err := tasks.CreateMany(ctx, admin, []tasks.Spec{{Type: "job"}, {Type: "job"}})
+	require.NoError(t, err)
+	start(t, a)
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // before a stops
+	for range 2 {
+		select {
+		case <-held:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the pollers did not get the pool's connections")
+		}
+	}
+	var dry time.Time
+	require.NoError(t, admin.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&dry))
+
+	// b takes over any task whose heartbeat goes stale.
+	var stolen atomic.Int32
+	bcfg := cfg
+	bcfg.Concurrency = 2
+	b := executor.New(testdb.Pool(t, url), bcfg)
+	executor.Register(b, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		stolen.Add(1)
+		return executor.Done(), nil
+	}))
+	start(t, b)
+
+	require.Eventually(t, func() bool {
+		var oldest time.Time
+		require.NoError(t, admin.QueryRow(ctx, `SELECT min(heartbeat) FROM corotask.tasks WHERE task_id = ANY($1)`, ids).Scan(&oldest))
+		return oldest.After(dry.Add(2 * timeout))
+	}, 20*time.Second, 20*time.Millisecond, "claims renewed for two timeouts while the pool is taken")
+	require.Zero(t, stolen.Load(), "a task was taken over")
+
+	free()
+	for range 2 {
+		require.NoError(t, <-causes, "a poll was canceled")
+	}
+	for _, id := range ids {
+		waitStatus(t, admin, id, tasks.Done)
+	}
+	require.Zero(t, stolen.Load())
+}
+
+// A renewal that cannot finish (it waits for a table lock) cancels the polls
+// whose claims it was renewing with heartbeat.ErrRenewTimeout as soon as
+// their HeartbeatTimeout passes, not when the lock is released.
+func TestBlockedRenewalCancelsPollsAtTheTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	admin := testdb.Pool(t, url)
+	const timeout = time.Second
+	cfg := executor.Config{Concurrency: 1, HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 5,
+		PollInterval: 50 * time.Millisecond, ShutdownTimeout: 2 * time.Second,
+		DisableListen: true, DisableVacuum: true, Logger: logger()}
+	e := executor.New(testdb.Pool(t, url), cfg)
+	entered := make(chan struct{}, 1)
+	causes := make(chan error, 1)
+	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return executor.Done(), nil
+	}))
+	_, err := tasks.Create(ctx, admin, tasks.Spec{Type: "job"})
+	require.NoError(t, err)
+	start(t, e)
+	<-entered
+
+	locker, err := admin.Begin(ctx)
+	require.NoError(t, err)
+	defer locker.Rollback(ctx) //nolint:errcheck
+	_, err = locker.Exec(ctx, `LOCK TABLE corotask.tasks IN ACCESS EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	locked := time.Now()
+	select {
+	case cause := <-causes:
+		require.True(t, errors.Is(cause, heartbeat.ErrRenewTimeout), "cause: %v", cause)
+		require.Less(t, time.Since(locked), timeout+2*time.Second, "canceled at about the heartbeat timeout")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the poll was not canceled while its renewal was blocked")
+	}
+	require.NoError(t, locker.Rollback(ctx))
+}
