@@ -664,10 +664,14 @@ func TestRegister(t *testing.T) {
 	p := executor.PollerFunc[int, int](func(context.Context, *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Done(), nil
 	})
-	require.NoError(t, executor.RegisterSafely(e, "a", p))
-	require.ErrorIs(t, executor.RegisterSafely(e, "a", p), executor.ErrDuplicateType)
+	h, err := executor.RegisterSafely(e, "a", p)
+	require.NoError(t, err)
+	require.Equal(t, tasks.Type("a"), h.Type())
+	_, err = executor.RegisterSafely(e, "a", p)
+	require.ErrorIs(t, err, executor.ErrDuplicateType)
 	require.Panics(t, func() { executor.Register(e, "a", p) })
-	require.ErrorContains(t, executor.RegisterSafely(e, "", p), "invalid task type")
+	_, err = executor.RegisterSafely(e, "", p)
+	require.ErrorContains(t, err, "invalid task type")
 }
 
 func TestRetentionDeletesExpiredTasks(t *testing.T) {

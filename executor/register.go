@@ -33,29 +33,35 @@ var ErrDuplicateType = errors.New("task type already registered")
 
 // Register registers p as the poller of tasks of type typ. It panics when typ
 // is invalid or already registered, or when the executor is running; see
-// RegisterSafely.
-func Register[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts ...Option) {
-	if err := RegisterSafely(e, typ, p, opts...); err != nil {
+// RegisterSafely. It returns the type's Handle, for creating, spawning and
+// sending to tasks of the type with S and M checked at compile time.
+func Register[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts ...Option) Handle[S, M] {
+	h, err := RegisterSafely(e, typ, p, opts...)
+	if err != nil {
 		panic(err)
 	}
+	return h
 }
 
 // RegisterSafely is Register, returning an error instead of panicking.
-func RegisterSafely[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts ...Option) error {
+func RegisterSafely[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts ...Option) (Handle[S, M], error) {
 	if err := typ.Validate(); err != nil {
-		return fmt.Errorf("register: %w", err)
+		return Handle[S, M]{}, fmt.Errorf("register: %w", err)
 	}
 	if p == nil {
-		return fmt.Errorf("register %s: nil poller", typ)
+		return Handle[S, M]{}, fmt.Errorf("register %s: nil poller", typ)
 	}
 	var o typeOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if o.maxFailures < 0 || o.concurrency < 0 {
-		return fmt.Errorf("register %s: MaxFailures and MaxConcurrency must not be negative", typ)
+		return Handle[S, M]{}, fmt.Errorf("register %s: MaxFailures and MaxConcurrency must not be negative", typ)
 	}
-	return e.register(typ, &typed[S, M]{p: p, opts: o})
+	if err := e.register(typ, &typed[S, M]{p: p, opts: o}); err != nil {
+		return Handle[S, M]{}, err
+	}
+	return Handle[S, M]{typ: typ}, nil
 }
 
 // handler runs polls of one registered type, hiding S and M from the executor.
