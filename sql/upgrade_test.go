@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -92,6 +93,9 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, functions, r.Functions)
 
+	// The upgraded schema's functions, indexes and triggers are a fresh one's.
+	require.Equal(t, schemaOf(t, testdb.New(t)), schemaOf(t, db))
+
 	// "Not running" is claim IS NULL, with no heartbeat.
 	var stray, expiring int
 	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE claim IS NULL AND heartbeat IS NOT NULL),
@@ -134,6 +138,27 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tasks.Done, task.Status)
 	}
+}
+
+// schemaOf describes db's corotask functions (with their definitions, rights
+// and settings), indexes and triggers.
+func schemaOf(t *testing.T, db *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `
+		SELECT p.oid::regprocedure::text || ' ' || pg_get_functiondef(p.oid) || ' ' || coalesce(p.proacl::text, '')
+		FROM pg_proc p WHERE p.pronamespace = 'corotask'::regnamespace
+		UNION ALL
+		SELECT indexdef FROM pg_indexes WHERE schemaname = 'corotask'
+		UNION ALL
+		SELECT pg_get_triggerdef(g.oid) FROM pg_trigger g WHERE g.tgrelid = 'corotask.tasks'::regclass
+		UNION ALL
+		SELECT column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '')
+		FROM information_schema.columns WHERE table_schema = 'corotask' AND table_name = 'tasks'
+		ORDER BY 1`)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return out
 }
 
 // Two processes migrating a fresh database at once both succeed, and the
