@@ -38,6 +38,9 @@ func SleepUntil(t time.Time) Action { return Action{kind: actUntil, at: t} }
 func Suspend() Action { return Action{kind: actSuspend} }
 
 // Done ends the task; its parent receives a completion message with a null body.
+// If messages arrived for the task while the poll ran, it does not end: the
+// poll's state and sends are committed and the task is polled again at once
+// with the new messages, until a poll returns Done with none arrived meanwhile.
 func Done() Action { return Action{kind: actDone} }
 
 // DoneWith ends the task with a result, stored (as JSON) in the task and sent

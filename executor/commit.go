@@ -28,7 +28,7 @@ func (e *Executor) settle(pctx context.Context, c *claimed, out *outcome, opts t
 	case errors.Is(cause, heartbeat.ErrClaimLost), errors.Is(cause, heartbeat.ErrRenewTimeout), errors.Is(cause, ErrCanceled):
 		e.log.Warn("corotask: poll's claim was lost; its outcome is discarded", "task", c.id, "type", c.typ, "cause", cause)
 	case errors.Is(cause, ErrShutdown):
-		if err := e.retry(pctx, c, func() error { return e.release(ctx, c) }); err != nil {
+		if err := e.retry(pctx, c, func() error { return e.release(ctx, 0, c) }); err != nil {
 			e.log.Error("corotask: release claim", "task", c.id, "error", err)
 		}
 	case out.err != nil:
@@ -145,15 +145,16 @@ func storableText(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", `\x00`)
 }
 
-// release gives claims back without counting a failure.
-func (e *Executor) release(ctx context.Context, cs ...*claimed) error {
+// release gives claims back without counting a failure; the tasks are ready
+// again after delay.
+func (e *Executor) release(ctx context.Context, delay time.Duration, cs ...*claimed) error {
 	ids := make([]tasks.ID, len(cs))
 	tokens := make([]pgtype.UUID, len(cs))
 	for i, c := range cs {
 		ids[i], tokens[i] = c.id, pgtype.UUID{Bytes: c.claim, Valid: true}
 	}
 	var n int
-	if err := e.pool.QueryRow(ctx, `SELECT corotask.release_claims($1, $2)`, ids, tokens).Scan(&n); err != nil {
+	if err := e.pool.QueryRow(ctx, `SELECT corotask.release_claims($1, $2, $3)`, ids, tokens, delay).Scan(&n); err != nil {
 		return fmt.Errorf("release %d claims: %w", len(cs), tasks.TranslateError(err))
 	}
 	e.log.Info("corotask: released claims", "claims", n)

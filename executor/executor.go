@@ -191,7 +191,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		if !waitTimeout(&e.polls, e.cfg.ShutdownTimeout) {
 			// Pollers that ignore their context: give their claims back anyway;
 			// whatever they commit later is refused by the fence.
-			e.giveBack(e.inflightClaims())
+			e.giveBack(e.inflightClaims(), 0)
 		}
 	}
 	stopPolls(nil)
@@ -261,7 +261,10 @@ func (e *Executor) claimLoop(ctx context.Context, pollBase context.Context) {
 					}
 				}
 				if len(dup) > 0 {
-					e.giveBack(dup)
+					// Not ready again before PollInterval: the old poll may
+					// run on, and an immediate release would be claimed
+					// (and given back) again at once, in a loop.
+					e.giveBack(dup, e.cfg.PollInterval)
 				}
 				if len(got) == req.total {
 					continue // there may be more ready right now
@@ -324,11 +327,12 @@ func (e *Executor) run(pctx context.Context, cancel context.CancelCauseFunc, c *
 	e.settle(pctx, c, out, h.options())
 }
 
-// giveBack releases claims this executor took but will not poll.
-func (e *Executor) giveBack(cs []*claimed) {
+// giveBack releases claims this executor took but will not poll; their
+// tasks are ready again after delay.
+func (e *Executor) giveBack(cs []*claimed, delay time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := e.release(ctx, cs...); err != nil {
+	if err := e.release(ctx, delay, cs...); err != nil {
 		e.log.Error("corotask: release claims", "error", err)
 	}
 }

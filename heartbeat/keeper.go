@@ -33,8 +33,9 @@ var ErrRenewTimeout = errors.New("claim expired: heartbeat could not be renewed 
 
 // Config configures a Keeper.
 type Config struct {
-	// Timeout is how old a heartbeat may get before another executor may take
-	// the task. Default 30s.
+	// Timeout is how long a claim lasts unless renewed: each renewal sets its
+	// expiry (claim_expires_at) to now plus Timeout, and any executor may take
+	// the task once it has passed. Default 30s.
 	Timeout time.Duration
 	// Interval between renewals; must be shorter than Timeout. Default
 	// Timeout/3.
@@ -247,9 +248,9 @@ func (k *Keeper) Renew(ctx context.Context) error {
 			JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim
 			FOR UPDATE OF t SKIP LOCKED
 		)
-		UPDATE corotask.tasks t SET heartbeat = now()
+		UPDATE corotask.tasks t SET heartbeat = now(), claim_expires_at = now() + make_interval(secs => $3)
 		FROM locked WHERE t.task_id = locked.task_id
-		RETURNING t.task_id`, ids, tokens)
+		RETURNING t.task_id`, ids, tokens, k.cfg.Timeout.Seconds())
 	var held map[tasks.ID]bool
 	if err == nil && len(renewed) < len(ids) {
 		// Rare: tell the claims held by another transaction (still ours)

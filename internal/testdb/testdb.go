@@ -186,12 +186,21 @@ func template(admin string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	funcs, err := corosql.FunctionFiles()
+	if err != nil {
+		return "", err
+	}
 	h := sha256.New()
-	// Bump when Migrate's own bookkeeping (corotask.migrations) changes.
-	h.Write([]byte("bookkeeping v2"))
+	// Bump when Migrate's own bookkeeping (corotask.migrations,
+	// corotask.function_files) changes.
+	h.Write([]byte("bookkeeping v3"))
 	for _, m := range migs {
 		h.Write([]byte(m.Name))
 		h.Write([]byte(m.SQL))
+	}
+	for _, f := range funcs {
+		h.Write([]byte("functions/" + f.Name))
+		h.Write([]byte(f.SQL))
 	}
 	name := "corotask_tmpl_" + hex.EncodeToString(h.Sum(nil))[:16]
 
