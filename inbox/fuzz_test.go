@@ -94,7 +94,7 @@ func FuzzSendThenDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	ctx := context.Background()
-	db := testdb.New(f)
+	db := testdb.Tx(f)
 	to, err := tasks.Create(ctx, db, tasks.Spec{Type: "sink"})
 	require.NoError(f, err)
 	from := tasks.NewID()
