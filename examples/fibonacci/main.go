@@ -41,8 +41,7 @@
 //	-workers W        polls each executor runs at once (Config.Concurrency, default 100)
 //	-executors K      executors in this process, each with its own pool (default 1)
 //	--database-url U  the PostgreSQL URL (default $DATABASE_URL, else libpq's
-//	                  PG* variables, else a server on 127.0.0.1:5432, else a
-//	                  private cluster)
+//	                  PG* variables, else a server on 127.0.0.1:5432)
 //	-v                debug logs
 //
 // The time is measured by the database, from the root's creation to its end.
@@ -71,7 +70,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/executor"
-	"github.com/corotask/corotask/internal/database"
 	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/tasks"
 )
@@ -95,7 +93,7 @@ type config struct {
 func main() {
 	var cfg config
 	var verbose bool
-	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else 127.0.0.1:5432, else a private cluster)")
+	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else 127.0.0.1:5432)")
 	flag.IntVar(&cfg.N, "n", 16, "compute fib(`N`)")
 	flag.StringVar(&cfg.Role, "role", "all", "all: executors and submit in this process; work: only executors, until interrupted; submit: only create the root and wait for its result")
 	flag.IntVar(&cfg.Workers, "workers", 100, "polls each executor runs at once")
@@ -116,7 +114,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "fibonacci:", database.ErrorText(err))
+		fmt.Fprintln(os.Stderr, "fibonacci:", err)
 		os.Exit(1)
 	}
 }
@@ -196,10 +194,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	target, err := database.Find(ctx, database.Options{Explicit: cfg.DatabaseURL, Private: database.PrivateFallback})
-	if err != nil {
-		return err
-	}
+	target := findTarget(cfg.DatabaseURL)
 
 	switch cfg.Role {
 	case "submit":
@@ -255,7 +250,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 
 // openPool opens a pool of at most maxConns connections on target, and
 // applies the schema migrations (which is idempotent).
-func openPool(ctx context.Context, target database.Target, maxConns int) (*pgxpool.Pool, error) {
+func openPool(ctx context.Context, target target, maxConns int) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(target.ConnString)
 	if err != nil {
 		return nil, fmt.Errorf("invalid database URL: %w", err) // pgx's error names it, masked
@@ -274,7 +269,7 @@ func openPool(ctx context.Context, target database.Target, maxConns int) (*pgxpo
 
 // work runs cfg.Executors executors until ctx ends, calls started once they
 // run, and returns how many polls each made.
-func work(ctx context.Context, target database.Target, cfg config, started func()) ([]int64, error) {
+func work(ctx context.Context, target target, cfg config, started func()) ([]int64, error) {
 	pollers := make([]*fibPoller, cfg.Executors)
 	execs := make([]*executor.Executor, cfg.Executors)
 	for i := range execs {
@@ -321,7 +316,7 @@ func newExecutor(db *pgxpool.Pool, cfg config, log *slog.Logger) (*executor.Exec
 
 // submit creates the root task for fib(n), waits for it to end, and prints
 // its result.
-func submit(ctx context.Context, db *pgxpool.Pool, target database.Target, n int, stdout io.Writer) error {
+func submit(ctx context.Context, db *pgxpool.Pool, target target, n int, stdout io.Writer) error {
 	root, err := tasks.Create(ctx, db, tasks.Spec{Type: fibType, State: fibState{N: n}})
 	if err != nil {
 		return fmt.Errorf("create root task: %w", err)
