@@ -291,7 +291,11 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 		return err
 	}
 	if task.Status != tasks.Done {
-		fmt.Fprintf(stdout, "order %s %s %s\n", id, task.Status, task.LastError)
+		if task.LastError != "" {
+			fmt.Fprintf(stdout, "order %s %s: %s\n", id, task.Status, task.LastError)
+		} else {
+			fmt.Fprintf(stdout, "order %s %s\n", id, task.Status)
+		}
 		return nil
 	}
 	var res outcome

@@ -269,3 +269,15 @@ func TestParseDecision(t *testing.T) {
 }
 
 var _ io.Writer = (*lines)(nil)
+
+// A canceled order ends the program with one line that says so.
+func TestCanceled(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	s := start(t, config{DatabaseURL: url, Item: "a lamp", Timeout: time.Hour, Remind: time.Hour})
+	id := s.order(t)
+	require.NoError(t, tasks.Cancel(context.Background(), db, id))
+	out := s.wait(t)
+	require.True(t, strings.HasSuffix(out, fmt.Sprintf("\norder %s canceled", id)), "%q", out)
+}
