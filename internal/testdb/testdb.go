@@ -11,9 +11,9 @@
 // environment, a server on 127.0.0.1:5432, or a private cluster). A template
 // database holding the current migrations is made once per migration set and
 // cloned for every test; the shared database is made once per migration set
-// too. Both stay on the server, reused by later runs. A test database that a
-// killed test process could not drop is dropped by a later run (see
-// [sweepAge]).
+// too. Both stay on the server, reused by later runs, until no run has used
+// them for a day (see [unusedAge]). A test database that a killed test process
+// could not drop is dropped by a later run (see [sweepAge]).
 package testdb
 
 import (
@@ -215,7 +215,7 @@ func template(admin string) (string, error) {
 		return "", fmt.Errorf("look for template: %w", err)
 	}
 	if exists {
-		return name, nil
+		return name, markUsed(ctx, conn, name)
 	}
 	building := name + "_new"
 	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)"); err != nil {
@@ -237,7 +237,7 @@ func template(admin string) (string, error) {
 	if _, err := conn.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
 		return "", err
 	}
-	return name, nil
+	return name, markUsed(ctx, conn, name)
 }
 
 // migrationsHash names the current migration set, so that templates (and

@@ -150,3 +150,49 @@ func TestCreatedAt(t *testing.T) {
 		require.False(t, ok, n)
 	}
 }
+
+func TestSweepDropsUnusedTemplates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin := AdminURL(t)
+	now := time.Now()
+	suffix := randomSuffix()
+	stale, fresh, unmarked := "corotask_tmpl_stale"+suffix, "corotask_shared_fresh"+suffix, "corotask_tmpl_unmarked"+suffix
+	conn, err := pgx.Connect(ctx, admin)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	for _, n := range []string{stale, fresh, unmarked} {
+		_, err := conn.Exec(ctx, "CREATE DATABASE "+n+" TEMPLATE template0")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = execAdmin(context.Background(), admin, "DROP DATABASE IF EXISTS "+n+" WITH (FORCE)") })
+	}
+	_, err = conn.Exec(ctx, fmt.Sprintf("COMMENT ON DATABASE %s IS '%s%s'", stale, usedPrefix, now.Add(-unusedAge-time.Hour).UTC().Format(time.RFC3339)))
+	require.NoError(t, err)
+	require.NoError(t, markUsed(ctx, conn, fresh))
+
+	require.NoError(t, sweepUnused(ctx, admin, now))
+	require.False(t, exists(t, stale), "a template unused for long was kept")
+	require.True(t, exists(t, fresh), "a template in use was dropped")
+	require.True(t, exists(t, unmarked), "a template of unknown use was dropped")
+}
+
+// The template and the shared database are marked as used by this run.
+func TestTemplatesAreMarkedUsed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	Tx(t) // makes or finds both
+	hash, err := migrationsHash()
+	require.NoError(t, err)
+	conn, err := pgx.Connect(ctx, AdminURL(t))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	for _, n := range []string{"corotask_tmpl_" + hash, "corotask_shared_" + hash} {
+		var comment string
+		require.NoError(t, conn.QueryRow(ctx, "SELECT coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database WHERE datname = $1", n).Scan(&comment))
+		at, ok := strings.CutPrefix(comment, usedPrefix)
+		require.True(t, ok, "%s: %q", n, comment)
+		used, err := time.Parse(time.RFC3339, at)
+		require.NoError(t, err)
+		require.WithinDuration(t, time.Now(), used, 10*time.Minute, n)
+	}
+}

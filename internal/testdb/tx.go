@@ -106,7 +106,7 @@ func sharedDatabase(admin string) (string, error) {
 		return "", fmt.Errorf("look for shared database: %w", err)
 	}
 	if exists {
-		return name, nil
+		return name, markUsed(ctx, conn, name)
 	}
 	building := name + "_new"
 	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)"); err != nil {
@@ -118,7 +118,7 @@ func sharedDatabase(admin string) (string, error) {
 	if _, err := conn.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
 		return "", err
 	}
-	return name, nil
+	return name, markUsed(ctx, conn, name)
 }
 
 // savepointTx is the transaction [Tx] returns: each statement run through it
