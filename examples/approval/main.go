@@ -225,14 +225,14 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	}
 	// The poller prints reminders while this goroutine prints too.
 	stdout = &lockedWriter{w: stdout}
-	target := findTarget(cfg.DatabaseURL)
-	db, err := pgxpool.New(ctx, target.ConnString)
+	tg := findTarget(cfg.DatabaseURL)
+	db, err := pgxpool.New(ctx, tg.ConnString)
 	if err != nil {
 		return fmt.Errorf("invalid database URL: %w", err) // pgx's error names it, masked
 	}
 	defer db.Close()
 	if err := corosql.Migrate(ctx, db); err != nil {
-		return target.Wrap("migrate", err)
+		return tg.Wrap("migrate", err)
 	}
 
 	var id tasks.ID
@@ -261,7 +261,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 			id, cfg.Item, now.Add(cfg.Timeout).Format(time.DateTime), cfg.Remind)
 	}
 	// The commands reach the database this program uses.
-	cli, note := target.Command()
+	cli, note := tg.Command()
 	fmt.Fprintf(stdout, "approve it from another shell with:\n\n    %s send %s '{\"approve\":true}'\n\n", cli, id)
 	fmt.Fprintf(stdout, "or reject it with:\n\n    %s send %s '{\"approve\":false,\"reason\":\"too expensive\"}'\n\n", cli, id)
 	if note != "" {

@@ -149,18 +149,18 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	target := findTarget(cfg.DatabaseURL)
-	pc, err := pgxpool.ParseConfig(target.ConnString)
+	tg := findTarget(cfg.DatabaseURL)
+	pc, err := pgxpool.ParseConfig(tg.ConnString)
 	if err != nil {
 		return fmt.Errorf("invalid database URL: %w", err) // pgx's error names it, masked
 	}
 	db, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
-		return target.Wrap("open pool on", err)
+		return tg.Wrap("open pool on", err)
 	}
 	defer db.Close()
 	if err := corosql.Migrate(ctx, db); err != nil {
-		return target.Wrap("migrate", err)
+		return tg.Wrap("migrate", err)
 	}
 
 	e := executor.New(db, executor.Config{Concurrency: 2, Logger: cfg.Logger})
@@ -184,7 +184,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	for i, id := range []tasks.ID{server, receiver} {
 		if ended[i], err = tasks.Wait(ctx, db, id); err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("interrupted; the players are left in the database: cancel them with %s", target.Commands("cancel "+server.String(), "cancel "+receiver.String()))
+				return fmt.Errorf("interrupted; the players are left in the database: cancel them with %s", tg.Commands("cancel "+server.String(), "cancel "+receiver.String()))
 			}
 			return err
 		}
