@@ -15,6 +15,9 @@ import (
 // localURL is the server tried when nothing says which to use.
 const localURL = "postgres://postgres@127.0.0.1:5432/postgres"
 
+// fromLocal is where localURL comes from, for messages.
+const fromLocal = "the local server"
+
 // target is the database the program uses.
 type target struct {
 	// ConnString is a URL or a keyword/value string; "" for libpq's PG*
@@ -37,7 +40,7 @@ func findTarget(explicit string) target {
 			return target{"", "libpq's PG* variables"}
 		}
 	}
-	return target{localURL, "the local server"}
+	return target{localURL, fromLocal}
 }
 
 // String describes t for messages, with the password masked.
@@ -48,10 +51,19 @@ func (t target) String() string {
 	return withoutPassword(t.ConnString, "xxxxx") + " (" + t.from + ")"
 }
 
-// Wrap returns err, for the operation op on t, naming t.
+// Wrap returns err, for the operation op on t, naming t. When nothing said
+// which database to use, it says how to give one.
 func (t target) Wrap(op string, err error) error {
+	if t.from == fromLocal {
+		return fmt.Errorf("%s %s: %w\n%s", op, t, err, noDatabaseHint)
+	}
 	return fmt.Errorf("%s %s: %w", op, t, err)
 }
+
+// noDatabaseHint says how to give a database when the local server fails.
+const noDatabaseHint = `Give the database with --database-url or DATABASE_URL. Without a server, one can be
+started from this machine's PostgreSQL binaries: "go run ./cmd/corotask --private-cluster migrate"
+in a clone of corotask starts it and prints its URL.`
 
 // Command returns the corotask command line that reaches t, to paste into a
 // shell. A password is never printed: note then says where to give it.

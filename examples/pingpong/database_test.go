@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ func unsetPG(t *testing.T) {
 func TestFindTargetOrder(t *testing.T) {
 	unsetPG(t)
 	t.Setenv("DATABASE_URL", "")
-	require.Equal(t, target{localURL, "the local server"}, findTarget(""))
+	require.Equal(t, target{localURL, fromLocal}, findTarget(""))
 	t.Setenv("PGHOST", "db")
 	require.Equal(t, target{"", "libpq's PG* variables"}, findTarget(""))
 	t.Setenv("DATABASE_URL", "postgres://env@h/d")
@@ -47,4 +48,14 @@ func TestTargetHidesPasswords(t *testing.T) {
 	require.Empty(t, note)
 	require.Equal(t, "`corotask --database-url "+localURL+" cancel X` and `corotask --database-url "+localURL+" cancel Y`",
 		target{localURL, "the local server"}.Commands("cancel X", "cancel Y"))
+}
+
+// When the default server fails, the error says how to give a database.
+func TestLocalFailureSaysHowToGiveADatabase(t *testing.T) {
+	t.Parallel()
+	err := target{localURL, fromLocal}.Wrap("migrate", errors.New("connection refused"))
+	require.ErrorContains(t, err, "migrate "+localURL+" (the local server): connection refused\nGive the database with --database-url or DATABASE_URL.")
+	require.ErrorContains(t, err, "--private-cluster")
+	err = target{"postgres://h/d", "DATABASE_URL"}.Wrap("migrate", errors.New("connection refused"))
+	require.EqualError(t, err, "migrate postgres://h/d (DATABASE_URL): connection refused")
 }
