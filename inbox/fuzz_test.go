@@ -94,6 +94,8 @@ func FuzzSendThenDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	ctx := context.Background()
+	// A database of its own, not testdb.Tx: under -fuzz one transaction would
+	// keep every version of the row it updates, and slow down as it runs.
 	db := testdb.New(f)
 	to, err := tasks.Create(ctx, db, tasks.Spec{Type: "sink"})
 	require.NoError(f, err)
