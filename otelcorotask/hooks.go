@@ -57,8 +57,8 @@ type Hooks struct {
 	reg    metric.Registration
 
 	polls, pollFailures, pollPanics, claimsLost, takenOver, sent, created metric.Int64Counter
-	pollDur, claimDur, commitDur, heartbeatDur                          metric.Float64Histogram
-	claimBatch, commitBatch                                             metric.Int64Histogram
+	pollDur, claimDur, commitDur, heartbeatDur                            metric.Float64Histogram
+	claimBatch, commitBatch                                               metric.Int64Histogram
 
 	// Attribute sets and span names, made once per type and outcome.
 	mu    sync.RWMutex
