@@ -18,24 +18,25 @@
 // messages sent and tasks created: of the task whose poll sent or created
 // them).
 //
-//	name                             instrument       unit     attributes          meaning
-//	corotask.polls                   counter          {poll}   task.type, outcome  polls settled, by outcome (below)
-//	corotask.poll.duration           histogram        s        task.type, outcome  time a poll ran: decoding, the poller's Poll, encoding (not its commit)
-//	corotask.poll.failures           counter          {poll}   task.type, task.ended  polls that failed or panicked, recorded as failures; task.ended: the task failed for good
-//	corotask.poll.panics             counter          {poll}   task.type           polls that panicked (also counted in corotask.poll.failures)
-//	corotask.claim.duration          histogram        s        outcome             one claim statement, round trip included; outcome ok or error
-//	corotask.claim.batch_size        histogram        {task}   -                   tasks one successful claim took
-//	corotask.commit.duration         histogram        s        outcome             one commit statement (a batch of polls, or one poll with OnCommit work); ok or error
-//	corotask.commit.batch_size       histogram        {poll}   -                   polls one commit statement carried
-//	corotask.claims.lost             counter          {claim}  task.type, cause    polls whose claim this executor lost; cause taken_over, expired or fenced (below)
-//	corotask.claims.taken_over       counter          {claim}  task.type           claims lost to another executor that took the task over after this one's heartbeat went stale
-//	corotask.messages.sent           counter          {message} task.type          messages sent by committed polls
-//	corotask.tasks.created           counter          {task}   task.type           child tasks spawned by committed polls
-//	corotask.heartbeat.duration      histogram        s        outcome             one renewal of every claim in flight; ok or error
-//	corotask.tasks.ready             gauge            {task}   task.type           tasks ready to be polled now (wake_at passed, not running), all executors together
-//	corotask.tasks.ready.oldest_age  gauge            s        task.type           how long the oldest ready task has waited past its wake_at: the lag
+//	name                             instrument  unit       attributes             meaning
+//	corotask.polls                   counter     {poll}     task.type, outcome     polls settled, by outcome (below)
+//	corotask.poll.duration           histogram   s          task.type, outcome     time a poll ran, not counting its commit
+//	corotask.poll.failures           counter     {poll}     task.type, task.ended  polls recorded as failures (errors and panics)
+//	corotask.poll.panics             counter     {poll}     task.type              polls that panicked
+//	corotask.claim.duration          histogram   s          outcome                one claim statement (outcome ok or error)
+//	corotask.claim.batch_size        histogram   {task}                            tasks one successful claim took
+//	corotask.commit.duration         histogram   s          outcome                one commit statement
+//	corotask.commit.batch_size       histogram   {poll}                            polls one commit statement carried
+//	corotask.claims.lost             counter     {claim}    task.type, cause       polls whose claim this executor lost
+//	corotask.claims.taken_over       counter     {claim}    task.type              claims lost to another executor's takeover
+//	corotask.messages.sent           counter     {message}  task.type              messages sent by committed polls
+//	corotask.tasks.created           counter     {task}     task.type              child tasks spawned by committed polls
+//	corotask.heartbeat.duration      histogram   s          outcome                one renewal of the claims in flight
+//	corotask.tasks.ready             gauge       {task}     task.type              ready tasks, all executors together
+//	corotask.tasks.ready.oldest_age  gauge       s          task.type              wait of the oldest ready task past its wake_at
 //
-// Outcomes of corotask.polls (executor.PollOutcome): committed, failed,
+// docs/operations.md says more of each. Outcomes of corotask.polls
+// (executor.PollOutcome): committed, failed,
 // panicked, claim_lost, canceled, released (the executor stopped and gave
 // the claim back), abandoned (the outcome could not be written; the task
 // is polled again once its claim goes stale).
@@ -44,8 +45,10 @@
 // replaced: another executor took the task, or it was canceled while this
 // executor missed the cancel notification), expired (the heartbeat could not
 // be renewed within the heartbeat timeout), fenced (the commit found the
-// claim gone). Claims taken over from an executor that crashed are not
-// counted: only a live executor can tell it lost a claim.
+// claim gone); corotask.claims.taken_over counts the first. Claims taken
+// over from an executor that crashed are not counted: only a live executor
+// can tell it lost a claim. corotask.poll.failures has task.ended=true when
+// the failure ended the task for good.
 //
 // # Ready tasks
 //
@@ -58,9 +61,10 @@
 //
 // # Traces
 //
-// Each poll is a span named "corotask.poll <task type>" (kind consumer),
-// child of nothing (polls run from the executor's loop), whose context is
-// the poll's: spans the poller starts are its children. Attributes:
+// Each poll is a span named "corotask.poll <task type>" (kind consumer), the
+// root of its trace (a poll may run days after what made its task ready, and
+// never belongs to the trace of the code that started the executor), whose
+// context is the poll's: spans the poller starts are its children. Attributes:
 // corotask.task.id, corotask.task.type, corotask.task.parent_id (children
 // only), corotask.poll.attempt (1, or one more than the failures before
 // it), corotask.poll.outcome, corotask.poll.action (when the poll returned

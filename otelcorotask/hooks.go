@@ -202,7 +202,7 @@ func (h *Hooks) ClaimDone(ctx context.Context, info *executor.ClaimInfo) {
 
 // PollStart starts the poll's span.
 func (h *Hooks) PollStart(ctx context.Context, info *executor.PollInfo) context.Context {
-	ctx, span := h.tracer.Start(ctx, h.spanName(info.Type), trace.WithSpanKind(trace.SpanKindConsumer))
+	ctx, span := h.tracer.Start(ctx, h.spanName(info.Type), trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer))
 	if span.IsRecording() {
 		attrs := []attribute.KeyValue{
 			attribute.String("corotask.task.id", info.Task.String()),

@@ -29,6 +29,7 @@ import (
 type telemetry struct {
 	reader *sdkmetric.ManualReader
 	spans  *tracetest.SpanRecorder
+	tp     *sdktrace.TracerProvider
 	hooks  *otelcorotask.Hooks
 }
 
@@ -36,7 +37,8 @@ func newTelemetry(t *testing.T, cfg otelcorotask.Config) *telemetry {
 	t.Helper()
 	tel := &telemetry{reader: sdkmetric.NewManualReader(), spans: tracetest.NewSpanRecorder()}
 	cfg.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(tel.reader))
-	cfg.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tel.spans))
+	tel.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tel.spans))
+	cfg.TracerProvider = tel.tp
 	cfg.Logger = quiet()
 	h, err := otelcorotask.New(cfg)
 	require.NoError(t, err)
@@ -168,9 +170,12 @@ func TestPollMetricsAndSpans(t *testing.T) {
 	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "panics"})
 	require.NoError(t, err)
 
-	n, err := e.PollOnce(ctx)
+	// A span in the caller's context does not become the polls' parent.
+	callerCtx, caller := tel.tp.Tracer("test").Start(ctx, "caller")
+	n, err := e.PollOnce(callerCtx)
 	require.Equal(t, 3, n)
 	require.Error(t, err)
+	caller.End()
 	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET wake_at = now() WHERE task_id = $1`, fails)
 	require.NoError(t, err)
 	n, err = e.PollOnce(ctx) // the kids, and the second failure, which ends its task
@@ -224,10 +229,16 @@ func TestPollMetricsAndSpans(t *testing.T) {
 	require.Equal(t, int64(3), gauge[int64](t, tel.metrics(t)["corotask.tasks.ready"])["task.type=orphan"])
 
 	// One span per poll.
-	spans := tel.spans.Ended()
+	var spans []sdktrace.ReadOnlySpan
+	for _, s := range tel.spans.Ended() {
+		if s.Name() != "caller" {
+			spans = append(spans, s)
+		}
+	}
 	require.Len(t, spans, 6)
 	byName := map[string][]sdktrace.ReadOnlySpan{}
 	for _, s := range spans {
+		require.False(t, s.Parent().IsValid(), "a poll's span is a root")
 		byName[s.Name()] = append(byName[s.Name()], s)
 		require.Equal(t, trace.SpanKindConsumer, s.SpanKind())
 	}
