@@ -73,6 +73,9 @@ type attrKey struct {
 }
 
 var (
+	newRoot  = trace.WithNewRoot()
+	consumer = trace.WithSpanKind(trace.SpanKindConsumer)
+
 	durationBounds = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
 	batchBounds    = []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}
 )
@@ -202,18 +205,14 @@ func (h *Hooks) ClaimDone(ctx context.Context, info *executor.ClaimInfo) {
 
 // PollStart starts the poll's span.
 func (h *Hooks) PollStart(ctx context.Context, info *executor.PollInfo) context.Context {
-	ctx, span := h.tracer.Start(ctx, h.spanName(info.Type), trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer))
-	if span.IsRecording() {
-		attrs := []attribute.KeyValue{
-			attribute.String("corotask.task.id", info.Task.String()),
-			attribute.String("corotask.task.type", string(info.Type)),
-			attribute.Int("corotask.poll.attempt", info.Attempt),
-		}
-		if !info.Parent.IsZero() {
-			attrs = append(attrs, attribute.String("corotask.task.parent_id", info.Parent.String()))
-		}
-		span.SetAttributes(attrs...)
+	attrs := make([]attribute.KeyValue, 3, 4)
+	attrs[0] = attribute.String("corotask.task.id", info.Task.String())
+	attrs[1] = attribute.String("corotask.task.type", string(info.Type))
+	attrs[2] = attribute.Int("corotask.poll.attempt", info.Attempt)
+	if !info.Parent.IsZero() {
+		attrs = append(attrs, attribute.String("corotask.task.parent_id", info.Parent.String()))
 	}
+	ctx, _ = h.tracer.Start(ctx, h.spanName(info.Type), newRoot, consumer, trace.WithAttributes(attrs...))
 	return ctx
 }
 
@@ -252,13 +251,16 @@ func (h *Hooks) PollDone(ctx context.Context, info *executor.PollInfo, res *exec
 		span.End()
 		return
 	}
-	span.SetAttributes(attribute.String("corotask.poll.outcome", string(res.Outcome)))
+	attrs := make([]attribute.KeyValue, 1, 4)
+	attrs[0] = attribute.String("corotask.poll.outcome", string(res.Outcome))
 	if res.Action != "" {
-		span.SetAttributes(attribute.String("corotask.poll.action", res.Action))
+		attrs = append(attrs, attribute.String("corotask.poll.action", res.Action))
 	}
 	if res.Outcome == executor.OutcomeCommitted {
-		span.SetAttributes(attribute.Int("corotask.poll.spawned", res.Spawned), attribute.Int("corotask.poll.sent", res.Sent))
-	} else if res.Err != nil {
+		attrs = append(attrs, attribute.Int("corotask.poll.spawned", res.Spawned), attribute.Int("corotask.poll.sent", res.Sent))
+	}
+	span.SetAttributes(attrs...)
+	if res.Outcome != executor.OutcomeCommitted && res.Err != nil {
 		var opts []trace.EventOption
 		var p *executor.PanicError
 		if errors.As(res.Err, &p) {
