@@ -47,8 +47,9 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Hooks records executor events as OpenTelemetry metrics and spans. Set it
-// as executor.Config.Hooks. Its methods are safe for concurrent use.
+// Hooks records executor events as OpenTelemetry metrics and spans. Make one
+// with New, and set it as executor.Config.Hooks. Its methods are safe for
+// concurrent use.
 type Hooks struct {
 	executor.NoHooks
 

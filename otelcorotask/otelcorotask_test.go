@@ -388,3 +388,41 @@ func TestConfigIsValidated(t *testing.T) {
 	_, err = otelcorotask.New(otelcorotask.Config{ReadyLimit: -1})
 	require.ErrorContains(t, err, "ReadyLimit")
 }
+
+// With more ready tasks than ReadyLimit, the gauges report what the oldest
+// ReadyLimit say, and leave out the types not among them rather than say 0.
+func TestReadyGaugesAreBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	tel := newTelemetry(t, otelcorotask.Config{DB: db, ReadyLimit: 2})
+	cfg := config()
+	cfg.Hooks = tel.hooks
+	e := executor.New(db, cfg)
+	executor.Register(e, "idle", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		return executor.Done(), nil
+	}))
+	n, err := e.PollOnce(ctx) // the executor's types are now known
+	require.NoError(t, err)
+	require.Zero(t, n)
+	m := tel.metrics(t)
+	require.Equal(t, map[string]int64{"task.type=idle": 0}, gauge[int64](t, m["corotask.tasks.ready"]))
+
+	h2 := newTelemetry(t, otelcorotask.Config{DB: db, ReadyLimit: 2})
+	cfg.Hooks = h2.hooks
+	e = executor.New(db, cfg)
+	executor.Register(e, "idle", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		return executor.Done(), nil
+	}))
+	for i := range 3 {
+		_, err := tasks.Create(ctx, db, tasks.Spec{Type: "orphan", WakeAt: time.Now().Add(-time.Duration(i+1) * time.Hour)})
+		require.NoError(t, err)
+	}
+	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "idle", WakeAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	_, err = e.PollOnce(ctx)
+	require.NoError(t, err)
+	m = h2.metrics(t)
+	require.Equal(t, map[string]int64{"task.type=orphan": 2}, gauge[int64](t, m["corotask.tasks.ready"]))
+	require.InDelta(t, 3*3600, gauge[float64](t, m["corotask.tasks.ready.oldest_age"])["task.type=orphan"], 60)
+}

@@ -104,8 +104,14 @@ func (g *readyGauges) observe(ctx context.Context, o metric.Observer) error {
 		return nil // no value yet
 	}
 	since := time.Since(g.at).Seconds()
+	var total int64
+	for _, r := range g.stats {
+		total += r.n
+	}
+	// With ReadyLimit tasks read, a type not among them may have ready
+	// tasks too: it is not reported rather than reported as 0.
 	for typ := range g.known {
-		if g.stats[typ] == nil {
+		if g.stats[typ] == nil && total < int64(g.limit) {
 			opt := metric.WithAttributeSet(g.set(typ))
 			o.ObserveInt64(g.count, 0, opt)
 			o.ObserveFloat64(g.age, 0, opt)
