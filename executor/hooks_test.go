@@ -253,7 +253,7 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 	<-aEntered
 
 	cfgB := fastConfig()
-	cfgB.HeartbeatTimeout = 200 * time.Millisecond // A's heartbeat looks stale to B
+	cfgB.HeartbeatTimeout = 300 * time.Millisecond // A's heartbeat looks stale to B
 	cfgB.Hooks = recB
 	b := executor.New(testdb.Pool(t, url), cfgB)
 	executor.Register(b, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
