@@ -19,7 +19,8 @@ import (
 //
 // Hooks are called from the executor's goroutines, concurrently: they must
 // be safe for concurrent use, and quick, since they run on the paths they
-// observe. The values they receive are valid during the call only.
+// observe. The values they receive are valid during the call only, but for
+// the PollInfo of a poll, valid from its PollStart until its PollDone returns.
 type Hooks interface {
 	// ClaimDone is called after each claim statement, successful or not.
 	ClaimDone(ctx context.Context, info *ClaimInfo)
