@@ -204,16 +204,10 @@ func (h *Hooks) ClaimDone(ctx context.Context, info *executor.ClaimInfo) {
 	}
 }
 
-// PollStart starts the poll's span.
+// PollStart starts the poll's span. Its attributes are set when it ends,
+// all at once, which costs the SDK one allocation rather than two.
 func (h *Hooks) PollStart(ctx context.Context, info *executor.PollInfo) context.Context {
-	attrs := make([]attribute.KeyValue, 3, 4)
-	attrs[0] = attribute.String("corotask.task.id", info.Task.String())
-	attrs[1] = attribute.String("corotask.task.type", string(info.Type))
-	attrs[2] = attribute.Int("corotask.poll.attempt", info.Attempt)
-	if !info.Parent.IsZero() {
-		attrs = append(attrs, attribute.String("corotask.task.parent_id", info.Parent.String()))
-	}
-	ctx, _ = h.tracer.Start(ctx, h.spanName(info.Type), newRoot, consumer, trace.WithAttributes(attrs...))
+	ctx, _ = h.tracer.Start(ctx, h.spanName(info.Type), newRoot, consumer)
 	return ctx
 }
 
@@ -252,8 +246,14 @@ func (h *Hooks) PollDone(ctx context.Context, info *executor.PollInfo, res *exec
 		span.End()
 		return
 	}
-	attrs := make([]attribute.KeyValue, 1, 4)
-	attrs[0] = attribute.String("corotask.poll.outcome", string(res.Outcome))
+	attrs := make([]attribute.KeyValue, 4, 8)
+	attrs[0] = attribute.String("corotask.task.id", info.Task.String())
+	attrs[1] = attribute.String("corotask.task.type", string(info.Type))
+	attrs[2] = attribute.Int("corotask.poll.attempt", info.Attempt)
+	attrs[3] = attribute.String("corotask.poll.outcome", string(res.Outcome))
+	if !info.Parent.IsZero() {
+		attrs = append(attrs, attribute.String("corotask.task.parent_id", info.Parent.String()))
+	}
 	if res.Action != "" {
 		attrs = append(attrs, attribute.String("corotask.poll.action", res.Action))
 	}
