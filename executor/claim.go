@@ -77,6 +77,7 @@ func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
+	e.hooks.claimDone(ctx, at, &req, len(out), err)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: %w", tasks.TranslateError(err))
 	}

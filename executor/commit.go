@@ -72,6 +72,7 @@ func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome) error
 	if err != nil {
 		return err
 	}
+	defer e.hooks.commitDone(ctx, e.hooks.now(), 1, &err)
 	var ok bool
 	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		var id tasks.ID
@@ -102,6 +103,7 @@ func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome) error
 }
 
 func (e *Executor) logCommitted(c *claimed, out *outcome, ok bool) {
+	e.hooks.committed(c, ok)
 	if !ok {
 		e.log.Warn("corotask: commit refused: the claim was lost (task canceled or taken by another executor)", "task", c.id, "type", c.typ)
 		return
@@ -126,6 +128,7 @@ func (e *Executor) fail(ctx, pctx context.Context, c *claimed, pollErr error, op
 		return e.pool.QueryRow(ctx, `SELECT claim_lost, ended FROM corotask.fail_poll($1, $2, $3, $4, $5)`,
 			c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, storableText(pollErr.Error()), delay, opts.maxFailures).Scan(&lost, &ended)
 	})
+	e.hooks.failed(c, pollErr, lost, ended, err)
 	switch {
 	case err != nil:
 		e.log.Error("corotask: record poll failure", append(attrs, "db_error", err)...)

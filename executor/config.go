@@ -61,6 +61,10 @@ type Config struct {
 	BackoffMin, BackoffMax time.Duration
 	// Logger receives the executor's logs. Default slog.Default().
 	Logger *slog.Logger
+	// Hooks observe the executor's claims, polls, commits and heartbeats,
+	// e.g. for metrics and traces (see package otelcorotask). Default none,
+	// which costs nothing.
+	Hooks Hooks
 }
 
 func (c Config) withDefaults() Config {

@@ -54,6 +54,7 @@ type Executor struct {
 	// lastStaleCheck is when a claim last looked for stale claims.
 	lastStaleCheck time.Time
 	polls          sync.WaitGroup
+	hooks          hookCaller
 }
 
 type flight struct {
@@ -79,6 +80,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Executor {
 		log:    cfg.Logger,
 		keeper: heartbeat.NewDedicated(heartbeat.ConnectLike(pool), heartbeat.Config{
 			Timeout: cfg.HeartbeatTimeout, Interval: cfg.HeartbeatInterval, Logger: cfg.Logger,
+			Renewed: hookCaller{cfg.Hooks}.heartbeatHook(),
 		}),
 		wake:       make(chan struct{}, 1),
 		listening:  make(chan struct{}),
@@ -87,6 +89,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Executor {
 		handlers:   map[tasks.Type]handler{},
 		inflight:   map[tasks.ID]*flight{},
 		perType:    map[tasks.Type]int{},
+		hooks:      hookCaller{cfg.Hooks},
 	}
 }
 
@@ -322,9 +325,12 @@ func (e *Executor) run(pctx context.Context, cancel context.CancelCauseFunc, c *
 	defer e.signal()
 	defer cancel(nil)
 	defer e.done(c)
+	pctx = e.hooks.pollStart(pctx, c)
 	out := h.poll(pctx, c)
+	e.hooks.pollReturned(c, out)
 	e.polled(c)
 	e.settle(pctx, c, out, h.options())
+	e.hooks.pollDone(pctx, c)
 }
 
 // giveBack releases claims this executor took but will not poll; their

@@ -76,6 +76,7 @@ type claimed struct {
 	// claimedAt is the local time just before the claim was sent: the
 	// heartbeat keeper counts the claim's age from it.
 	claimedAt time.Time
+	hooked    *pollRecord // what Config.Hooks learn of the poll; nil without hooks
 }
 
 // outcome is what a poll produced, ready to commit.

@@ -42,6 +42,9 @@ type Config struct {
 	Interval time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// Renewed, if set, is called after each renewal Run makes, with how
+	// many claims it renewed, how long it took and its error.
+	Renewed func(ctx context.Context, claims int, took time.Duration, err error)
 }
 
 // Claim identifies one claim on one task.
@@ -198,7 +201,12 @@ func (k *Keeper) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		if err := k.Renew(ctx); err != nil && ctx.Err() == nil {
+		n, start := k.Len(), time.Now()
+		err := k.Renew(ctx)
+		if k.cfg.Renewed != nil && n > 0 {
+			k.cfg.Renewed(ctx, n, time.Since(start), err)
+		}
+		if err != nil && ctx.Err() == nil {
 			k.cfg.Logger.Warn("corotask: heartbeat renewal failed; retrying", "error", err, "claims", k.Len())
 		}
 	}
