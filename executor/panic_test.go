@@ -149,10 +149,10 @@ func TestRunSurvivesAPanickingDecoder(t *testing.T) {
 		}
 		return executor.Suspend(), nil
 	}))
-	start(t, e)
 	bad, err := tasks.Create(ctx, db, tasks.Spec{Type: "touchy", Message: 1})
 	require.NoError(t, err)
 	require.NoError(t, inbox.Send(ctx, db, bad, tasks.ID{}, 13))
+	start(t, e)
 	waitFor(t, "three failed polls", func() bool {
 		task, err := tasks.Get(ctx, db, bad)
 		require.NoError(t, err)
