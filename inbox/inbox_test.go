@@ -206,36 +206,6 @@ func TestSendToTaskFromTrigger(t *testing.T) {
 	require.Equal(t, 1, n)
 }
 
-func TestUndecodableMessage(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := testdb.Tx(t)
-	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})
-	require.NoError(t, err)
-	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, 1))
-	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "not a number"))
-	task, err := tasks.Get(ctx, db, id)
-	require.NoError(t, err)
-
-	_, err = inbox.New[int](id, raw(t, task))
-	var de *inbox.DecodeError
-	require.ErrorAs(t, err, &de)
-	require.Equal(t, id, de.Task)
-	require.Equal(t, 1, de.Position)
-	require.ErrorContains(t, err, id.String())
-	require.ErrorContains(t, err, "message 1")
-
-	// Nothing was taken from the stored inbox.
-	task, err = tasks.Get(ctx, db, id)
-	require.NoError(t, err)
-	require.Equal(t, 2, task.InboxLen)
-
-	// A type that fits both decodes them.
-	in, err := inbox.New[json.RawMessage](id, raw(t, task))
-	require.NoError(t, err)
-	require.Equal(t, 2, in.Len())
-}
-
 func TestInboxPeekPop(t *testing.T) {
 	t.Parallel()
 	from := tasks.NewID()

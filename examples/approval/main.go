@@ -151,9 +151,9 @@ type outcome struct {
 
 // orderPoller polls approval.order tasks. Its messages are taken as raw JSON
 // and checked by the poll: they come from people, and one that is not a
-// decision is reported and dropped, instead of failing the poll (a message
-// that does not decode into a typed poller's message type fails every poll
-// of the task until it is removed).
+// decision is reported and dropped (a typed poller would get a message that
+// does not decode into its message type with Message.DecodeErr set, and
+// could drop it the same way).
 type orderPoller struct {
 	timeout, remind time.Duration
 	out             io.Writer // where reminders go
