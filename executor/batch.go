@@ -77,7 +77,9 @@ func (e *Executor) commitLoop(ctx context.Context) {
 // commitBatch commits a batch in one statement and tells each poll how it went.
 func (e *Executor) commitBatch(ctx context.Context, batch []*pendingCommit) {
 	slices.SortFunc(batch, func(a, b *pendingCommit) int { return bytes.Compare(a.c.id[:], b.c.id[:]) })
+	start := e.hooks.now()
 	err := e.runBatch(ctx, batch)
+	e.hooks.commitDone(ctx, start, len(batch), &err)
 	for _, p := range batch {
 		p.done <- err
 	}

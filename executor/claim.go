@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/corotask/corotask/internal/claimsql"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -57,45 +56,81 @@ func (e *Executor) request() claimRequest {
 	return r
 }
 
-// claim claims what req allows, and returns the claimed tasks and the
-// earliest future wake_at (zero if none is known). The claim runs in its own
-// transaction on its generic plan (see claimsql.GenericPlan); the four
-// statements go to the server as one pipeline, so the claim costs a single
-// round trip.
+// claim claims what req allows, and returns the claimed tasks to poll and
+// the earliest future wake_at (zero if none is known). The claim runs in its
+// own transaction on its generic plan (see genericPlan); the four statements
+// go to the server as one pipeline, so the claim costs a single round trip.
+//
+// A task taken over from an executor that stopped renewing its claim has had
+// that attempt counted; one that thereby reached its type's MaxFailures is
+// ended as failed here, not polled.
 func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, time.Time, error) {
 	at := time.Now()
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(claimsql.GenericPlan)
-	b.Queue(claimsql.SQL[req.stale], req.open, req.total, req.capped, req.caps,
+	b.Queue(genericPlan)
+	b.Queue(claimSQL[req.stale], req.open, req.total, req.capped, req.caps,
 		e.cfg.HeartbeatTimeout.Seconds(), req.all)
 	b.Queue("COMMIT")
 	br := e.pool.SendBatch(ctx, b)
-	out, next, err := readClaim(br, at)
+	out, takenOver, next, err := readClaim(br, at)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
+	e.hooks.claimDone(ctx, at, &req, len(out), err)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: %w", tasks.TranslateError(err))
 	}
-	return out, next, nil
+	poll := out[:0]
+	for i, c := range out {
+		if !takenOver[i] || !e.exhausted(c) {
+			poll = append(poll, c)
+			continue
+		}
+		if err := e.failClaimed(ctx, c); err != nil {
+			// The claim is held: it expires, and the next takeover tries again.
+			e.log.Error("corotask: end task whose polls keep stopping executors", "task", c.id, "type", c.typ, "error", err)
+		}
+	}
+	return poll, next, nil
 }
 
-// readClaim reads the results of the claim's pipeline. The claimed rows
-// count only once the COMMIT has succeeded.
-func readClaim(br pgx.BatchResults, at time.Time) ([]*claimed, time.Time, error) {
+// exhausted reports whether c has failed as many times as its type allows.
+func (e *Executor) exhausted(c *claimed) bool {
+	e.mu.Lock()
+	h := e.handlers[c.typ]
+	e.mu.Unlock()
+	limit := h.options().maxFailures
+	return limit > 0 && c.failures >= limit
+}
+
+// failClaimed ends c as failed, without polling it, and tells its parent.
+func (e *Executor) failClaimed(ctx context.Context, c *claimed) error {
+	var ok bool
+	if err := e.pool.QueryRow(ctx, `SELECT corotask.fail_claimed($1, $2)`, c.id, pgtype.UUID{Bytes: c.claim, Valid: true}).Scan(&ok); err != nil {
+		return tasks.TranslateError(err)
+	}
+	if ok {
+		e.log.Error("corotask: task failed for good: its polls stopped executors too many times", "task", c.id, "type", c.typ,
+			"failures", c.failures, "error", takeoverError)
+	}
+	return nil
+}
+
+// readClaim reads the results of the claim's pipeline: the claimed tasks,
+// whether each was taken over from an expired claim, and the next wake_at.
+// The claimed rows count only once the COMMIT has succeeded.
+func readClaim(br pgx.BatchResults, at time.Time) (out []*claimed, takenOver []bool, next time.Time, err error) {
 	for range 2 { // BEGIN, SET LOCAL
 		if _, err := br.Exec(); err != nil {
-			return nil, time.Time{}, err
+			return nil, nil, time.Time{}, err
 		}
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, nil, time.Time{}, err
 	}
 	defer rows.Close()
-	var out []*claimed
-	var next time.Time
 	for rows.Next() {
 		var (
 			id       tasks.ID
@@ -103,10 +138,11 @@ func readClaim(br pgx.BatchResults, at time.Time) ([]*claimed, time.Time, error)
 			c        claimed
 			token    pgtype.UUID
 			failures *int32
+			stale    *bool
 			wake     *time.Time
 		)
-		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &token, &failures, &wake); err != nil {
-			return nil, time.Time{}, err
+		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &token, &failures, &stale, &wake); err != nil {
+			return nil, nil, time.Time{}, err
 		}
 		if typ == nil {
 			if wake != nil {
@@ -115,14 +151,124 @@ func readClaim(br pgx.BatchResults, at time.Time) ([]*claimed, time.Time, error)
 			continue
 		}
 		c.id, c.typ, c.claim, c.failures, c.claimedAt = id, tasks.Type(*typ), token.Bytes, int(*failures), at
-		out = append(out, &c)
+		out, takenOver = append(out, &c), append(takenOver, *stale)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, time.Time{}, err
+		return nil, nil, time.Time{}, err
 	}
 	if _, err := br.Exec(); err != nil { // COMMIT
-		return nil, time.Time{}, err
+		return nil, nil, time.Time{}, err
 	}
-	return out, next, nil
+	return out, takenOver, next, nil
 }
+
+// takeoverError is the last_error of a task whose claim was taken over: the
+// attempt counts as a failed poll.
+const takeoverError = "claim expired: the executor polling this task stopped renewing its claim (crashed, killed or stalled)"
+
+// genericPlan makes the claim run on its cached generic plan. Left to
+// itself (plan_cache_mode = auto), PostgreSQL re-plans the claim at every
+// execution: its CTEs make planning cost as much as a small claim's
+// execution, while a generic plan that joined picked to the table would scan
+// the whole table. The claim therefore updates by "task_id = ANY (ARRAY(...))",
+// which is an index probe in every plan, and forces the generic plan, built
+// once per connection. SET LOCAL keeps the setting to the claim's own
+// transaction, so the caller's pool is left as it was.
+const genericPlan = "SET LOCAL plan_cache_mode = force_generic_plan"
+
+// claimSQL is the claim statement, with (true) or without (false) the search
+// for stale claims. It claims, in one statement, up to $2 tasks: ready tasks
+// of the uncapped types $1 (oldest wake_at first), ready tasks of each capped
+// type $3 up to its free slots $4, and, with the search, tasks of any type $6
+// whose claim expired (their executor died or stalled), each capped type
+// still within its free slots. A claimed task gets a fresh claim token that
+// expires in $5 seconds unless renewed, and any inbox_next a dead poll left
+// joins its inbox; a task taken over from an expired claim has that attempt
+// counted as a failure. The last row (task_id NULL) carries the earliest
+// future wake_at of those types, so the executor knows when to look again.
+//
+// A task is not running exactly when its claim is NULL; the partial indexes
+// tasks_ready_idx and tasks_running_idx serve the two searches.
+var claimSQL = map[bool]string{
+	true:  fmt.Sprintf(claimTemplate, staleCTE, cappedPick),
+	false: fmt.Sprintf(claimTemplate, noStaleCTE, plainPick),
+}
+
+const staleCTE = `stale AS (
+    SELECT task_id, task_type FROM corotask.tasks
+    WHERE claim IS NOT NULL AND claim_expires_at < now()
+      AND done_at IS NULL AND task_type = ANY($6::text[])
+    ORDER BY claim_expires_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)`
+
+const noStaleCTE = `stale AS (SELECT NULL::uuid AS task_id, NULL::text AS task_type WHERE false)`
+
+// plainPick takes ready tasks only: each capped type is within its free
+// slots already.
+const plainPick = `picked AS (
+    SELECT task_id FROM (
+        SELECT task_id FROM open_ready
+        UNION ALL SELECT task_id FROM capped_ready
+    ) p LIMIT $2
+)`
+
+// cappedPick takes stale claims first, then ready tasks, keeping each capped
+// type within its free slots over both.
+const cappedPick = `picked AS (
+    SELECT task_id FROM (
+        SELECT c.task_id, c.k, q.n AS cap,
+               row_number() OVER (PARTITION BY c.task_type ORDER BY c.k) AS rank
+        FROM (
+            SELECT task_id, task_type, 0 AS k FROM stale
+            UNION ALL SELECT task_id, task_type, 1 FROM open_ready
+            UNION ALL SELECT task_id, task_type, 1 FROM capped_ready
+        ) c
+        LEFT JOIN unnest($3::text[], $4::int[]) AS q(typ, n) ON q.typ = c.task_type
+    ) p
+    WHERE p.cap IS NULL OR p.rank <= p.cap
+    ORDER BY p.k
+    LIMIT $2
+)`
+
+const claimTemplate = `
+WITH open_ready AS (
+    SELECT task_id, task_type FROM corotask.tasks
+    WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+      AND wake_at <= now() AND task_type = ANY($1::text[])
+    ORDER BY wake_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+), capped_ready AS (
+    SELECT r.task_id, q.typ AS task_type FROM unnest($3::text[], $4::int[]) AS q(typ, n)
+    CROSS JOIN LATERAL (
+        SELECT task_id FROM corotask.tasks
+        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+          AND wake_at <= now() AND task_type = q.typ
+        ORDER BY wake_at
+        LIMIT q.n
+        FOR UPDATE SKIP LOCKED
+    ) r
+), %s, %s, claimed AS (
+    UPDATE corotask.tasks t SET
+        heartbeat = now(),
+        claim_expires_at = now() + make_interval(secs => $5),
+        claim = gen_random_uuid(),
+        inbox = t.inbox || t.inbox_next,
+        inbox_next = '{}',
+        failures = t.failures + CASE WHEN t.claim IS NULL THEN 0 ELSE 1 END,
+        last_error = CASE WHEN t.claim IS NULL THEN t.last_error ELSE '` + takeoverError + `' END
+    WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
+    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.inbox, t.claim, t.failures
+)
+SELECT task_id, task_type, parent_id, inner_state, inbox, claim, failures,
+       task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz FROM claimed
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
+    SELECT wake_at FROM corotask.tasks
+    WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+      AND wake_at > now() AND task_type = ANY($6::text[])
+    ORDER BY wake_at
+    LIMIT 1)`

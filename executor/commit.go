@@ -28,7 +28,7 @@ func (e *Executor) settle(pctx context.Context, c *claimed, out *outcome, opts t
 	case errors.Is(cause, heartbeat.ErrClaimLost), errors.Is(cause, heartbeat.ErrRenewTimeout), errors.Is(cause, ErrCanceled):
 		e.log.Warn("corotask: poll's claim was lost; its outcome is discarded", "task", c.id, "type", c.typ, "cause", cause)
 	case errors.Is(cause, ErrShutdown):
-		if err := e.retry(pctx, c, func() error { return e.release(ctx, c) }); err != nil {
+		if err := e.retry(pctx, c, func() error { return e.release(ctx, 0, c) }); err != nil {
 			e.log.Error("corotask: release claim", "task", c.id, "error", err)
 		}
 	case out.err != nil:
@@ -37,7 +37,7 @@ func (e *Executor) settle(pctx context.Context, c *claimed, out *outcome, opts t
 		err := e.commit(ctx, pctx, c, out)
 		switch {
 		case err == nil:
-		case !retryable(err):
+		case !transient(err):
 			// The database refused the poll's effects (a message to an ended
 			// task, a failing OnCommit): the poll fails as a whole.
 			e.fail(ctx, pctx, c, err, opts)
@@ -72,6 +72,7 @@ func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome) error
 	if err != nil {
 		return err
 	}
+	defer e.hooks.commitDone(ctx, e.hooks.now(), 1, &err)
 	var ok bool
 	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		var id tasks.ID
@@ -84,9 +85,11 @@ func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome) error
 		}
 		ok = true
 		for _, fn := range out.onCommit {
-			if err := fn(ctx, tx); err != nil {
-				if tx.Conn().IsClosed() {
-					// The connection broke, not fn: the commit is retried.
+			if err := runOnCommit(ctx, tx, fn); err != nil {
+				if tx.Conn().IsClosed() || transientDBError(err) {
+					// The connection or the database failed, not fn (a lock
+					// wait past statement_timeout, a serialization failure):
+					// the whole commit is retried.
 					return err
 				}
 				return fmt.Errorf("%w: %w", errOnCommit, err)
@@ -101,7 +104,19 @@ func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome) error
 	return nil
 }
 
+// runOnCommit runs fn, turning a panic into a *PanicError: the transaction
+// is then rolled back and the poll fails, as for an error from fn.
+func runOnCommit(ctx context.Context, tx pgx.Tx, fn func(context.Context, pgx.Tx) error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = recovered("OnCommit", v)
+		}
+	}()
+	return fn(ctx, tx)
+}
+
 func (e *Executor) logCommitted(c *claimed, out *outcome, ok bool) {
+	e.hooks.committed(c, ok)
 	if !ok {
 		e.log.Warn("corotask: commit refused: the claim was lost (task canceled or taken by another executor)", "task", c.id, "type", c.typ)
 		return
@@ -126,6 +141,7 @@ func (e *Executor) fail(ctx, pctx context.Context, c *claimed, pollErr error, op
 		return e.pool.QueryRow(ctx, `SELECT claim_lost, ended FROM corotask.fail_poll($1, $2, $3, $4, $5)`,
 			c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, storableText(pollErr.Error()), delay, opts.maxFailures).Scan(&lost, &ended)
 	})
+	e.hooks.failed(c, pollErr, lost, ended, err)
 	switch {
 	case err != nil:
 		e.log.Error("corotask: record poll failure", append(attrs, "db_error", err)...)
@@ -145,15 +161,16 @@ func storableText(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", `\x00`)
 }
 
-// release gives claims back without counting a failure.
-func (e *Executor) release(ctx context.Context, cs ...*claimed) error {
+// release gives claims back without counting a failure; the tasks are ready
+// again after delay.
+func (e *Executor) release(ctx context.Context, delay time.Duration, cs ...*claimed) error {
 	ids := make([]tasks.ID, len(cs))
 	tokens := make([]pgtype.UUID, len(cs))
 	for i, c := range cs {
 		ids[i], tokens[i] = c.id, pgtype.UUID{Bytes: c.claim, Valid: true}
 	}
 	var n int
-	if err := e.pool.QueryRow(ctx, `SELECT corotask.release_claims($1, $2)`, ids, tokens).Scan(&n); err != nil {
+	if err := e.pool.QueryRow(ctx, `SELECT corotask.release_claims($1, $2, $3)`, ids, tokens, delay).Scan(&n); err != nil {
 		return fmt.Errorf("release %d claims: %w", len(cs), tasks.TranslateError(err))
 	}
 	e.log.Info("corotask: released claims", "claims", n)
@@ -166,7 +183,7 @@ func (e *Executor) release(ctx context.Context, cs ...*claimed) error {
 func (e *Executor) retry(pctx context.Context, c *claimed, write func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := write()
-		if err == nil || !retryable(err) {
+		if err == nil || !transient(err) {
 			return err
 		}
 		if cause := context.Cause(pctx); errors.Is(cause, heartbeat.ErrRenewTimeout) || errors.Is(cause, heartbeat.ErrClaimLost) {
@@ -191,20 +208,60 @@ func (e *Executor) retry(pctx context.Context, c *claimed, write func() error) e
 	}
 }
 
-// retryable reports whether err may go away by itself: anything but an error
-// the server raised, a corotask sentinel, or a failing OnCommit.
-func retryable(err error) bool {
+// transient reports whether err is the database's fault rather than the
+// poll's, and may go away if the write is tried again. It knows what is
+// permanent and treats the rest as transient:
+//
+//   - corotask's own refusals: its sentinels (tasks.ErrNotFound, ErrEnded,
+//     ErrTooLarge, ErrExists) and SQLSTATEs of class CT;
+//   - what the poll wrote or ran: data exceptions (class 22), integrity
+//     constraint violations (23), syntax errors and access rules (42),
+//     errors raised by user code (class P0: RAISE EXCEPTION, ASSERT),
+//     cardinality violations (21), features not supported (0A), values past
+//     a program limit (54), errors of external and SQL routines (38, 39, 2F),
+//     and WITH CHECK OPTION violations (44);
+//   - a panic, or an error an OnCommit function returned that is not a
+//     database error.
+//
+// Everything else the server reports is transient: a statement canceled by
+// statement_timeout (57014), a lock not available (55P03), a read-only
+// server after a failover (25006), too many connections (53300),
+// serialization failures and deadlocks (40001, 40P01), lost or refused
+// connections (class 08), a server shutting down or starting up (57P01-
+// 57P03), and so is an error from the driver itself (a broken connection).
+func transient(err error) bool {
+	if err == nil || errors.Is(err, tasks.ErrEnded) || errors.Is(err, tasks.ErrNotFound) ||
+		errors.Is(err, tasks.ErrTooLarge) || errors.Is(err, tasks.ErrExists) {
+		return false
+	}
+	var p *PanicError
+	if errors.As(err, &p) {
+		return false
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		// Serialization failures and deadlocks are worth another try; so are
-		// a connection the server closed or refused (class 08, 53300), being
-		// terminated or a server shutting down or starting up (57P01-57P03).
-		switch pgErr.Code {
-		case "40001", "40P01", "53300", "57P01", "57P02", "57P03":
-			return true
-		}
-		return strings.HasPrefix(pgErr.Code, "08")
+		return !permanentSQLState(pgErr.Code)
 	}
-	return !errors.Is(err, errOnCommit) && !errors.Is(err, tasks.ErrEnded) && !errors.Is(err, tasks.ErrNotFound) &&
-		!errors.Is(err, tasks.ErrTooLarge) && !errors.Is(err, tasks.ErrExists) && !errors.Is(err, context.DeadlineExceeded)
+	return !errors.Is(err, errOnCommit)
+}
+
+// transientDBError reports whether err holds a database error that is
+// transient: an OnCommit function's own errors are permanent, but not the
+// database's errors it passes on.
+func transientDBError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && transient(err)
+}
+
+// permanentSQLState reports whether a SQLSTATE says the statement itself is
+// at fault, so that running it again would fail again.
+func permanentSQLState(code string) bool {
+	if len(code) != 5 {
+		return false
+	}
+	switch code[:2] {
+	case "CT", "0A", "21", "22", "23", "2F", "38", "39", "42", "44", "54", "P0":
+		return true
+	}
+	return false
 }

@@ -17,9 +17,12 @@ type Config struct {
 	// (in a batch with others), so up to Concurrency more tasks may be claimed
 	// meanwhile: the executor holds at most 2×Concurrency claims.
 	Concurrency int
-	// HeartbeatTimeout is how old a claim's heartbeat may get before another
-	// executor takes the task (a crashed or stalled executor). Default 30s;
-	// must not be negative.
+	// HeartbeatTimeout is how long this executor's claims last unless
+	// renewed: a claim, and each renewal, sets the claim's expiry to now plus
+	// HeartbeatTimeout, stored with the claim. Any executor, whatever its own
+	// HeartbeatTimeout, takes the task over once that expiry has passed (a
+	// crashed or stalled executor), counting the attempt as a failed poll.
+	// Default 30s; must not be negative.
 	HeartbeatTimeout time.Duration
 	// HeartbeatInterval is how often the claims of in-flight polls are renewed,
 	// all in one statement. Default HeartbeatTimeout/3. It must be shorter
@@ -29,7 +32,7 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// PollInterval is how often the executor looks for ready tasks when it
 	// hears nothing through LISTEN/NOTIFY (or always, with DisableListen), and
-	// looks for tasks whose heartbeat went stale. Default 1s; must not be
+	// looks for tasks whose claim expired. Default 1s; must not be
 	// negative.
 	PollInterval time.Duration
 	// ShutdownTimeout is how long Run waits for in-flight polls after its
@@ -58,6 +61,10 @@ type Config struct {
 	BackoffMin, BackoffMax time.Duration
 	// Logger receives the executor's logs. Default slog.Default().
 	Logger *slog.Logger
+	// Hooks observe the executor's claims, polls, commits and heartbeats,
+	// e.g. for metrics and traces (see package otelcorotask). Default none,
+	// which costs nothing.
+	Hooks Hooks
 }
 
 func (c Config) withDefaults() Config {

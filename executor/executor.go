@@ -54,6 +54,7 @@ type Executor struct {
 	// lastStaleCheck is when a claim last looked for stale claims.
 	lastStaleCheck time.Time
 	polls          sync.WaitGroup
+	hooks          hookCaller
 }
 
 type flight struct {
@@ -79,6 +80,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Executor {
 		log:    cfg.Logger,
 		keeper: heartbeat.NewDedicated(heartbeat.ConnectLike(pool), heartbeat.Config{
 			Timeout: cfg.HeartbeatTimeout, Interval: cfg.HeartbeatInterval, Logger: cfg.Logger,
+			Renewed: hookCaller{cfg.Hooks}.heartbeatHook(),
 		}),
 		wake:       make(chan struct{}, 1),
 		listening:  make(chan struct{}),
@@ -87,6 +89,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Executor {
 		handlers:   map[tasks.Type]handler{},
 		inflight:   map[tasks.ID]*flight{},
 		perType:    map[tasks.Type]int{},
+		hooks:      hookCaller{cfg.Hooks},
 	}
 }
 
@@ -191,7 +194,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		if !waitTimeout(&e.polls, e.cfg.ShutdownTimeout) {
 			// Pollers that ignore their context: give their claims back anyway;
 			// whatever they commit later is refused by the fence.
-			e.giveBack(e.inflightClaims())
+			e.giveBack(e.inflightClaims(), 0)
 		}
 	}
 	stopPolls(nil)
@@ -261,7 +264,10 @@ func (e *Executor) claimLoop(ctx context.Context, pollBase context.Context) {
 					}
 				}
 				if len(dup) > 0 {
-					e.giveBack(dup)
+					// Not ready again before PollInterval: the old poll may
+					// run on, and an immediate release would be claimed
+					// (and given back) again at once, in a loop.
+					e.giveBack(dup, e.cfg.PollInterval)
 				}
 				if len(got) == req.total {
 					continue // there may be more ready right now
@@ -319,16 +325,20 @@ func (e *Executor) run(pctx context.Context, cancel context.CancelCauseFunc, c *
 	defer e.signal()
 	defer cancel(nil)
 	defer e.done(c)
+	pctx = e.hooks.pollStart(pctx, c)
 	out := h.poll(pctx, c)
+	e.hooks.pollReturned(c, out)
 	e.polled(c)
 	e.settle(pctx, c, out, h.options())
+	e.hooks.pollDone(pctx, c)
 }
 
-// giveBack releases claims this executor took but will not poll.
-func (e *Executor) giveBack(cs []*claimed) {
+// giveBack releases claims this executor took but will not poll; their
+// tasks are ready again after delay.
+func (e *Executor) giveBack(cs []*claimed, delay time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := e.release(ctx, cs...); err != nil {
+	if err := e.release(ctx, delay, cs...); err != nil {
 		e.log.Error("corotask: release claims", "error", err)
 	}
 }

@@ -238,10 +238,10 @@ func TestStolenClaim(t *testing.T) {
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
 
-	// Executor A renews every 2s; B, below, holds a heartbeat older than
-	// 300ms stale: to B, A looks stalled between its renewals.
+	// Executor A renews every 3s. Its claim is made to expire (as if A had
+	// stalled past it) before its next renewal; B takes the task over.
 	cfgA := fastConfig()
-	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 5*time.Second, 2*time.Second
+	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 20*time.Second, 3*time.Second
 	cfgA.Concurrency = 1 // busy with its one poll: it cannot take the task back itself
 	a := executor.New(testdb.Pool(t, url), cfgA)
 	aEntered := make(chan struct{})
@@ -257,9 +257,10 @@ func TestStolenClaim(t *testing.T) {
 	require.NoError(t, err)
 	start(t, a)
 	<-aEntered
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second' WHERE task_id = $1`, id)
+	require.NoError(t, err)
 
 	cfgB := fastConfig()
-	cfgB.HeartbeatTimeout = 300 * time.Millisecond
 	b := executor.New(testdb.Pool(t, url), cfgB)
 	executor.Register(b, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
 		if t.State != "initial" {

@@ -219,7 +219,10 @@ func TestRenewalAndCommitDoNotDeadlock(t *testing.T) {
 			ids[0], ids[1] = ids[1], ids[0]
 		}
 		a, b := ids[0], ids[1]
-		_, err := tasks.CreateMany(ctx, admin, []tasks.Spec{{ID: a, Type: "x"}, {ID: b, Type: "x"}})
+		// A type per round: the previous round's b is ready again (it got a
+		// message), and must not take a slot of this round's executor.
+		typ := tasks.Type(fmt.Sprintf("x%d", round))
+		_, err := tasks.CreateMany(ctx, admin, []tasks.Spec{{ID: a, Type: typ}, {ID: b, Type: typ}})
 		require.NoError(t, err)
 
 		// An executor runs both tasks; a is committing: it holds a's row and
@@ -230,7 +233,7 @@ func TestRenewalAndCommitDoNotDeadlock(t *testing.T) {
 		e := executor.New(namedPool(t, url, app), cfg)
 		entered := make(chan tasks.ID, 2)
 		release := make(chan struct{})
-		executor.Register(e, "x", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
+		executor.Register(e, typ, executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 			entered <- t.ID
 			<-release
 			return executor.Suspend(), nil

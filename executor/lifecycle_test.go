@@ -27,8 +27,10 @@ func TestCrashBetweenClaimAndCommit(t *testing.T) {
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", State: 1})
 	require.NoError(t, err)
 	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "before the crash"))
-	// The dead executor's claim: its heartbeat stopped a minute ago.
-	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET heartbeat = now() - interval '1 minute', claim = gen_random_uuid() WHERE task_id = $1`, id)
+	// The dead executor's claim: its heartbeat stopped a minute ago, and the
+	// claim expired.
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET heartbeat = now() - interval '1 minute', claim = gen_random_uuid(),
+		claim_expires_at = now() - interval '30 seconds' WHERE task_id = $1`, id)
 	require.NoError(t, err)
 	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "during the dead poll"))
 

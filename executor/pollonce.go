@@ -32,13 +32,16 @@ func (e *Executor) PollOnce(ctx context.Context) (int, error) {
 		e.mu.Lock()
 		h := e.handlers[c.typ]
 		e.mu.Unlock()
+		ctx := e.hooks.pollStart(ctx, c)
 		out := h.poll(ctx, c)
+		e.hooks.pollReturned(c, out)
 		if out.err != nil {
 			errs = append(errs, fmt.Errorf("poll %s (%s): %w", c.id, c.typ, out.err))
 		}
 		if err := e.settle(ctx, c, out, h.options()); err != nil {
 			errs = append(errs, fmt.Errorf("commit %s (%s): %w", c.id, c.typ, err))
 		}
+		e.hooks.pollDone(ctx, c)
 	}
 	return len(got), errors.Join(errs...)
 }

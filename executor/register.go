@@ -82,6 +82,7 @@ type claimed struct {
 	// claimedAt is the local time just before the claim was sent: the
 	// heartbeat keeper counts the claim's age from it.
 	claimedAt time.Time
+	hooked    *pollRecord // what Config.Hooks learn of the poll; nil without hooks
 }
 
 // outcome is what a poll produced, ready to commit.
@@ -94,13 +95,27 @@ type outcome struct {
 	effects
 }
 
-// PanicError is the error of a poll that panicked.
+// PanicError is the error of a poll that panicked: while its state or
+// messages were decoded, in the poller, while its state or result were
+// encoded, or in an OnCommit function. Its text, stored as the task's
+// last_error, holds the panic's value and the stack of the goroutine that
+// panicked.
 type PanicError struct {
+	// Where says what panicked: "poller" (decoding, polling and encoding
+	// included) or "OnCommit".
+	Where string
 	Value any
 	Stack []byte
 }
 
-func (p *PanicError) Error() string { return fmt.Sprintf("poller panicked: %v", p.Value) }
+func (p *PanicError) Error() string {
+	return fmt.Sprintf("%s panicked: %v\n\n%s", p.Where, p.Value, p.Stack)
+}
+
+// recovered turns a recovered panic value into a *PanicError.
+func recovered(where string, v any) *PanicError {
+	return &PanicError{Where: where, Value: v, Stack: debug.Stack()}
+}
 
 type typed[S, M any] struct {
 	p    Poller[S, M]
@@ -109,7 +124,15 @@ type typed[S, M any] struct {
 
 func (h *typed[S, M]) options() typeOptions { return h.opts }
 
+// poll decodes the task, polls it and encodes what it asked for. All three
+// run user code (UnmarshalJSON, Poll, MarshalJSON), so all three are inside
+// one recover: a panic is a failed poll, never the end of the process.
 func (h *typed[S, M]) poll(ctx context.Context, c *claimed) (out *outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			out = &outcome{err: recovered("poller", v)}
+		}
+	}()
 	t := &Task[S, M]{ID: c.id, Type: c.typ, Parent: c.parent, Failures: c.failures}
 	if len(c.state) > 0 && string(c.state) != "null" {
 		if err := json.Unmarshal(c.state, &t.State); err != nil {
@@ -121,11 +144,6 @@ func (h *typed[S, M]) poll(ctx context.Context, c *claimed) (out *outcome) {
 		return &outcome{err: err}
 	}
 	t.Inbox = in
-	defer func() {
-		if v := recover(); v != nil {
-			out = &outcome{err: &PanicError{Value: v, Stack: debug.Stack()}}
-		}
-	}()
 	act, err := h.p.Poll(ctx, t)
 	if err != nil {
 		return &outcome{err: err}

@@ -33,6 +33,10 @@ func (e *Executor) retain(ctx context.Context) {
 // DeleteExpired deletes tasks that ended more than Config.Retention ago, in
 // batches, and returns how many it deleted. Run calls it every
 // RetentionInterval; it is exported for operators' scripts and tests.
+//
+// A task's record stays while it has children (of any status): leaves go
+// first, their parents at a later pass. Cancel then always reaches every live
+// descendant of a task through the records of its ended ones.
 func (e *Executor) DeleteExpired(ctx context.Context) (int, error) {
 	if e.cfg.Retention < 0 {
 		return 0, nil
@@ -40,14 +44,16 @@ func (e *Executor) DeleteExpired(ctx context.Context) (int, error) {
 	total := 0
 	for range 100 {
 		tag, err := e.pool.Exec(ctx, `DELETE FROM corotask.tasks WHERE task_id IN (
-			SELECT task_id FROM corotask.tasks
-			WHERE done_at IS NOT NULL AND done_at < now() - make_interval(secs => $1)
-			ORDER BY done_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, e.cfg.Retention.Seconds(), retentionBatch)
+			SELECT t.task_id FROM corotask.tasks t
+			WHERE t.done_at IS NOT NULL AND t.done_at < now() - make_interval(secs => $1)
+			  AND NOT EXISTS (SELECT 1 FROM corotask.tasks c WHERE c.parent_id = t.task_id)
+			ORDER BY t.done_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, e.cfg.Retention.Seconds(), retentionBatch)
 		if err != nil {
 			return total, err
 		}
 		total += int(tag.RowsAffected())
-		if tag.RowsAffected() < retentionBatch {
+		// A pass that deleted leaves may have left their parents deletable.
+		if tag.RowsAffected() == 0 {
 			break
 		}
 	}

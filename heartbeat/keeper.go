@@ -33,14 +33,18 @@ var ErrRenewTimeout = errors.New("claim expired: heartbeat could not be renewed 
 
 // Config configures a Keeper.
 type Config struct {
-	// Timeout is how old a heartbeat may get before another executor may take
-	// the task. Default 30s.
+	// Timeout is how long a claim lasts unless renewed: each renewal sets its
+	// expiry (claim_expires_at) to now plus Timeout, and any executor may take
+	// the task once it has passed. Default 30s.
 	Timeout time.Duration
 	// Interval between renewals; must be shorter than Timeout. Default
 	// Timeout/3.
 	Interval time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// Renewed, if set, is called after each renewal Run makes, with how
+	// many claims it renewed, how long it took and its error.
+	Renewed func(ctx context.Context, claims int, took time.Duration, err error)
 }
 
 // Claim identifies one claim on one task.
@@ -197,7 +201,12 @@ func (k *Keeper) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		if err := k.Renew(ctx); err != nil && ctx.Err() == nil {
+		n, start := k.Len(), time.Now()
+		err := k.Renew(ctx)
+		if k.cfg.Renewed != nil && n > 0 {
+			k.cfg.Renewed(ctx, n, time.Since(start), err)
+		}
+		if err != nil && ctx.Err() == nil {
 			k.cfg.Logger.Warn("corotask: heartbeat renewal failed; retrying", "error", err, "claims", k.Len())
 		}
 	}
@@ -247,9 +256,9 @@ func (k *Keeper) Renew(ctx context.Context) error {
 			JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim
 			FOR UPDATE OF t SKIP LOCKED
 		)
-		UPDATE corotask.tasks t SET heartbeat = now()
+		UPDATE corotask.tasks t SET heartbeat = now(), claim_expires_at = now() + make_interval(secs => $3)
 		FROM locked WHERE t.task_id = locked.task_id
-		RETURNING t.task_id`, ids, tokens)
+		RETURNING t.task_id`, ids, tokens, k.cfg.Timeout.Seconds())
 	var held map[tasks.ID]bool
 	if err == nil && len(renewed) < len(ids) {
 		// Rare: tell the claims held by another transaction (still ours)

@@ -147,7 +147,10 @@ func TestLose(t *testing.T) {
 func TestRunRenewsUntilCanceled(t *testing.T) {
 	t.Parallel()
 	db := &countingDB{DB: testdb.New(t)}
-	k := heartbeat.New(db, heartbeat.Config{Timeout: 30 * time.Millisecond})
+	// A timeout of a few hundred milliseconds: a renewal slower than the
+	// timeout (a loaded machine, -race) would expire the claim and end the
+	// renewals this test counts.
+	k := heartbeat.New(db, heartbeat.Config{Timeout: 300 * time.Millisecond})
 	c := claim(t, db.DB, 1)[0]
 	k.Add(c, time.Now(), func(cause error) { t.Errorf("lost: %v", cause) })
 	ctx, cancel := context.WithCancel(context.Background())

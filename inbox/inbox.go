@@ -16,8 +16,8 @@ type Inbox[M any] struct {
 	taken int
 }
 
-// DecodeError says which message of which task could not be decoded. The
-// message is not dropped: the poll fails and the message stays in the inbox.
+// DecodeError says which message of which task could not be decoded. It is
+// the DecodeErr of that Message: the message is delivered, not dropped.
 type DecodeError struct {
 	Task     tasks.ID
 	Position int // 0 is the oldest message
@@ -31,23 +31,37 @@ func (e *DecodeError) Error() string {
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // New decodes the stored messages of task (each an Envelope) into an Inbox.
-// A message that does not decode into M makes New fail with a *DecodeError.
+// A message that does not decode into M is kept in its place with DecodeErr
+// (a *DecodeError) and Raw set, so that the poll sees it and can drop it;
+// New itself returns no error. A panic in M's UnmarshalJSON is not
+// recovered: it is a bug of M, and the executor fails the poll with it.
 func New[M any](task tasks.ID, raw [][]byte) (*Inbox[M], error) {
 	in := &Inbox[M]{msgs: make([]Message[M], len(raw))}
 	for i, r := range raw {
 		var env Envelope
 		if err := json.Unmarshal(r, &env); err != nil {
-			return nil, &DecodeError{Task: task, Position: i, Err: err}
+			in.msgs[i] = Message[M]{DecodeErr: &DecodeError{Task: task, Position: i, Err: err}, Raw: clone(r)}
+			continue
 		}
 		m := Message[M]{From: env.From, Done: env.Done, Err: env.Err}
 		if len(env.Body) > 0 && string(env.Body) != "null" {
 			if err := json.Unmarshal(env.Body, &m.Body); err != nil {
-				return nil, &DecodeError{Task: task, Position: i, Err: err}
+				var zero M
+				m.Body = zero // what a failed decode left half-filled
+				m.DecodeErr = &DecodeError{Task: task, Position: i, Err: err}
+				m.Raw = clone(env.Body)
 			}
 		}
 		in.msgs[i] = m
 	}
 	return in, nil
+}
+
+func clone(b []byte) json.RawMessage {
+	if b == nil {
+		return json.RawMessage("null")
+	}
+	return append(json.RawMessage(nil), b...)
 }
 
 // Of returns an Inbox holding msgs, for tests of pollers.

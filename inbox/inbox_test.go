@@ -27,7 +27,7 @@ func raw(t *testing.T, task *tasks.Task) [][]byte {
 func TestSendToSuspendedTaskWakesIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})
 	require.NoError(t, err)
 	_, err = db.Exec(ctx, "UPDATE corotask.tasks SET wake_at = NULL WHERE task_id = $1", id)
@@ -54,7 +54,7 @@ func TestSendToSuspendedTaskWakesIt(t *testing.T) {
 func TestSendToSleepingTaskMovesWakeAtToNow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "a", WakeAt: time.Now().Add(24 * time.Hour)})
 	require.NoError(t, err)
 	var before time.Time
@@ -79,7 +79,7 @@ func TestSendToSleepingTaskMovesWakeAtToNow(t *testing.T) {
 func TestSendToRunningTaskLandsInInboxNext(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})
 	require.NoError(t, err)
 	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "before"))
@@ -99,7 +99,7 @@ func TestSendToRunningTaskLandsInInboxNext(t *testing.T) {
 func TestSendToUnknownAndEndedTasksFails(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	unknown := tasks.NewID()
 	err := inbox.Send(ctx, db, unknown, tasks.ID{}, 1)
 	require.ErrorIs(t, err, tasks.ErrNotFound)
@@ -121,7 +121,7 @@ func TestSendToUnknownAndEndedTasksFails(t *testing.T) {
 func TestSendKeepsOrderFromOneSender(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	from, err := tasks.Create(ctx, db, tasks.Spec{Type: "sender"})
 	require.NoError(t, err)
 	to, err := tasks.Create(ctx, db, tasks.Spec{Type: "receiver"})
@@ -150,7 +150,7 @@ func TestSendKeepsOrderFromOneSender(t *testing.T) {
 func TestSendTooLarge(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})
 	require.NoError(t, err)
 	// Random-looking text does not compress below the limit.
@@ -168,7 +168,7 @@ func TestSendTooLarge(t *testing.T) {
 func TestSendToTaskFromTrigger(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "orders"})
 	require.NoError(t, err)
 	_, err = db.Exec(ctx, `
@@ -204,36 +204,6 @@ func TestSendToTaskFromTrigger(t *testing.T) {
 	var n int
 	require.NoError(t, db.QueryRow(ctx, "SELECT count(*) FROM public.orders").Scan(&n))
 	require.Equal(t, 1, n)
-}
-
-func TestUndecodableMessage(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := testdb.New(t)
-	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})
-	require.NoError(t, err)
-	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, 1))
-	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "not a number"))
-	task, err := tasks.Get(ctx, db, id)
-	require.NoError(t, err)
-
-	_, err = inbox.New[int](id, raw(t, task))
-	var de *inbox.DecodeError
-	require.ErrorAs(t, err, &de)
-	require.Equal(t, id, de.Task)
-	require.Equal(t, 1, de.Position)
-	require.ErrorContains(t, err, id.String())
-	require.ErrorContains(t, err, "message 1")
-
-	// Nothing was taken from the stored inbox.
-	task, err = tasks.Get(ctx, db, id)
-	require.NoError(t, err)
-	require.Equal(t, 2, task.InboxLen)
-
-	// A type that fits both decodes them.
-	in, err := inbox.New[json.RawMessage](id, raw(t, task))
-	require.NoError(t, err)
-	require.Equal(t, 2, in.Len())
 }
 
 func TestInboxPeekPop(t *testing.T) {

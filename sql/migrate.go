@@ -1,11 +1,18 @@
-// Package sql holds corotask's schema migrations, embedded in the binary, and
-// applies them.
+// Package sql holds corotask's schema, embedded in the binary, and applies it.
 //
 // Everything corotask stores lives in the PostgreSQL schema "corotask": the
 // table corotask.tasks, the SQL functions corotask.create_task,
 // corotask.send_to_task and corotask.cancel_task (usable from users' own
-// functions and triggers), and corotask.migrations, which records the
-// migrations applied.
+// functions and triggers), and two bookkeeping tables: corotask.migrations,
+// which records the migrations applied, and corotask.function_files, which
+// records the function files applied.
+//
+// Tables, columns, indexes and triggers change through versioned migrations
+// (migrations/NNNN_name.sql), applied once each and never edited afterwards.
+// Functions live in files per concern (functions/*.sql), each written with
+// CREATE OR REPLACE: Migrate applies a function file again whenever its
+// contents differ from those last applied, so a fix to a function is a change
+// to its file, not a new migration.
 package sql
 
 import (
@@ -25,7 +32,7 @@ import (
 	"github.com/corotask/corotask/tasks"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql functions/*.sql
 var files embed.FS
 
 // Migration is one embedded schema migration.
@@ -36,15 +43,20 @@ type Migration struct {
 }
 
 // Checksum identifies the migration's contents (SHA-256, hex).
-func (m Migration) Checksum() string {
-	sum := sha256.Sum256([]byte(m.SQL))
-	return hex.EncodeToString(sum[:])
+func (m Migration) Checksum() string { return checksum(m.SQL) }
+
+// FunctionFile is one embedded file of SQL functions.
+type FunctionFile struct {
+	Name string // the file name, e.g. "commit.sql"
+	SQL  string
 }
 
-type appliedMigration struct {
-	Version  int32
-	Name     string
-	Checksum string
+// Checksum identifies the file's contents (SHA-256, hex).
+func (f FunctionFile) Checksum() string { return checksum(f.SQL) }
+
+func checksum(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 // lockKey is the advisory lock that serializes concurrent Migrate calls on one
@@ -79,73 +91,191 @@ func Migrations() ([]Migration, error) {
 	return out, nil
 }
 
-// Migrate applies the embedded migrations that db has not applied yet, in
-// order, in one transaction. It is idempotent, and safe to run from several
-// processes at once: an advisory lock makes them take turns.
-func Migrate(ctx context.Context, db tasks.DB) error {
-	_, err := Apply(ctx, db)
-	return err
+// FunctionFiles returns the embedded function files, in the order they are
+// applied (by name).
+func FunctionFiles() ([]FunctionFile, error) {
+	entries, err := fs.ReadDir(files, "functions")
+	if err != nil {
+		return nil, fmt.Errorf("read embedded function files: %w", err)
+	}
+	out := make([]FunctionFile, 0, len(entries))
+	for _, e := range entries {
+		body, err := fs.ReadFile(files, path.Join("functions", e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read function file %s: %w", e.Name(), err)
+		}
+		out = append(out, FunctionFile{Name: e.Name(), SQL: string(body)})
+	}
+	return out, nil
 }
 
-// Apply is Migrate, and also returns the migrations it applied (none when the
-// schema was up to date).
-func Apply(ctx context.Context, db tasks.DB) ([]Migration, error) {
-	all, err := Migrations()
-	if err != nil {
-		return nil, err
+// Report says what a Migrate call applied; see Reporting.
+type Report struct {
+	// Migrations applied, in order; empty when the schema was up to date.
+	Migrations []Migration
+	// Functions are the function files applied, in order: those new or
+	// changed since they were last applied, or all of them after a migration.
+	Functions []FunctionFile
+	// Version is the schema's version afterwards: the last migration applied.
+	Version int
+}
+
+// Option configures Migrate.
+type Option func(*options)
+
+type options struct {
+	report *Report
+}
+
+// Reporting makes Migrate fill r with what it applied.
+func Reporting(r *Report) Option { return func(o *options) { o.report = r } }
+
+// Migrate brings db's schema to this build's: it applies the embedded
+// migrations that db has not applied yet, in order, then the function files
+// that changed since they were last applied (all of them when a migration was
+// applied), in one transaction. It is idempotent, and safe to run from
+// several processes at once: an advisory lock makes them take turns.
+//
+// It refuses a database whose applied migrations differ from this build's
+// (an edited migration), or that has applied a migration this build does not
+// know (a database migrated by a newer build).
+func Migrate(ctx context.Context, db tasks.DB, opts ...Option) error {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
-	var applied []Migration
+	migrations, err := Migrations()
+	if err != nil {
+		return err
+	}
+	functions, err := FunctionFiles()
+	if err != nil {
+		return err
+	}
+	var r Report
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		r = Report{}
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(lockKey)); err != nil {
 			return fmt.Errorf("take migration lock: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS corotask;
-			CREATE TABLE IF NOT EXISTS corotask.migrations (
-				version    integer     PRIMARY KEY,
-				name       text        NOT NULL,
-				applied_at timestamptz NOT NULL DEFAULT now()
-			);
-			-- Added after the first release of this table; NULL: not recorded.
-			ALTER TABLE corotask.migrations ADD COLUMN IF NOT EXISTS checksum text`); err != nil {
-			return fmt.Errorf("create migrations table: %w", err)
+		if _, err := tx.Exec(ctx, bookkeeping); err != nil {
+			return fmt.Errorf("create bookkeeping tables: %w", err)
 		}
-		rows, err := tx.Query(ctx, "SELECT version, name, coalesce(checksum, '') FROM corotask.migrations")
-		if err != nil {
-			return fmt.Errorf("read applied migrations: %w", err)
+		if r.Migrations, r.Version, err = applyMigrations(ctx, tx, migrations); err != nil {
+			return err
 		}
-		done, err := pgx.CollectRows(rows, pgx.RowToStructByPos[appliedMigration])
-		if err != nil {
-			return fmt.Errorf("read applied migrations: %w", err)
+		r.Functions, err = applyFunctions(ctx, tx, functions, len(r.Migrations) > 0)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if o.report != nil {
+		*o.report = r
+	}
+	return nil
+}
+
+// bookkeeping creates the tables that record what Migrate applied.
+const bookkeeping = `CREATE SCHEMA IF NOT EXISTS corotask;
+	CREATE TABLE IF NOT EXISTS corotask.migrations (
+		version    integer     PRIMARY KEY,
+		name       text        NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now()
+	);
+	-- Added after the first release of this table; NULL: not recorded.
+	ALTER TABLE corotask.migrations ADD COLUMN IF NOT EXISTS checksum text;
+	CREATE TABLE IF NOT EXISTS corotask.function_files (
+		name       text        PRIMARY KEY,
+		checksum   text        NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now()
+	)`
+
+type appliedMigration struct {
+	Version  int32
+	Name     string
+	Checksum string
+}
+
+// applyMigrations applies the migrations tx has not applied yet, and returns
+// them and the schema's version afterwards.
+func applyMigrations(ctx context.Context, tx pgx.Tx, all []Migration) ([]Migration, int, error) {
+	rows, err := tx.Query(ctx, "SELECT version, name, coalesce(checksum, '') FROM corotask.migrations ORDER BY version")
+	if err != nil {
+		return nil, 0, fmt.Errorf("read applied migrations: %w", err)
+	}
+	done, err := pgx.CollectRows(rows, pgx.RowToStructByPos[appliedMigration])
+	if err != nil {
+		return nil, 0, fmt.Errorf("read applied migrations: %w", err)
+	}
+	known := make(map[int]Migration, len(all))
+	for _, m := range all {
+		known[m.Version] = m
+	}
+	have := make(map[int]appliedMigration, len(done))
+	for _, a := range done {
+		if _, ok := known[int(a.Version)]; !ok {
+			return nil, 0, fmt.Errorf("the database has applied migration %s (version %d), which this build does not know (its last is version %d): the schema is newer than this build; upgrade corotask",
+				a.Name, a.Version, all[len(all)-1].Version)
 		}
-		have := make(map[int]appliedMigration, len(done))
-		for _, a := range done {
-			have[int(a.Version)] = a
-		}
-		for _, m := range all {
-			if a, ok := have[m.Version]; ok {
-				// A migration edited after it was applied would leave this
-				// database with a schema the code does not expect.
-				if a.Checksum == "" {
-					if _, err := tx.Exec(ctx, "UPDATE corotask.migrations SET checksum = $2 WHERE version = $1", m.Version, m.Checksum()); err != nil {
-						return fmt.Errorf("record checksum of migration %s: %w", m.Name, err)
-					}
-				} else if a.Checksum != m.Checksum() {
-					return fmt.Errorf("migration %s was applied (as %s) with different contents than this build's: the schema does not match the code; restore the migration or rebuild the database", m.Name, a.Name)
+		have[int(a.Version)] = a
+	}
+	var applied []Migration
+	version := 0
+	for _, m := range all {
+		version = m.Version
+		if a, ok := have[m.Version]; ok {
+			// A migration edited after it was applied would leave this
+			// database with a schema the code does not expect.
+			if a.Checksum == "" {
+				if _, err := tx.Exec(ctx, "UPDATE corotask.migrations SET checksum = $2 WHERE version = $1", m.Version, m.Checksum()); err != nil {
+					return nil, 0, fmt.Errorf("record checksum of migration %s: %w", m.Name, err)
 				}
-				continue
+			} else if a.Checksum != m.Checksum() {
+				return nil, 0, fmt.Errorf("migration %s was applied (as %s) with different contents than this build's: the schema does not match the code; restore the migration or rebuild the database", m.Name, a.Name)
 			}
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return fmt.Errorf("apply migration %s: %w", m.Name, err)
-			}
-			if _, err := tx.Exec(ctx, "INSERT INTO corotask.migrations (version, name, checksum) VALUES ($1, $2, $3)", m.Version, m.Name, m.Checksum()); err != nil {
-				return fmt.Errorf("record migration %s: %w", m.Name, err)
-			}
-			applied = append(applied, m)
+			continue
 		}
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return nil, 0, fmt.Errorf("apply migration %s: %w", m.Name, err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO corotask.migrations (version, name, checksum) VALUES ($1, $2, $3)", m.Version, m.Name, m.Checksum()); err != nil {
+			return nil, 0, fmt.Errorf("record migration %s: %w", m.Name, err)
+		}
+		applied = append(applied, m)
+	}
+	return applied, version, nil
+}
+
+// applyFunctions applies the function files whose contents differ from those
+// recorded (every one when all is set), and returns them.
+func applyFunctions(ctx context.Context, tx pgx.Tx, files []FunctionFile, all bool) ([]FunctionFile, error) {
+	rows, err := tx.Query(ctx, "SELECT name, checksum FROM corotask.function_files")
+	if err != nil {
+		return nil, fmt.Errorf("read applied function files: %w", err)
+	}
+	recorded := map[string]string{}
+	var name, sum string
+	_, err = pgx.ForEachRow(rows, []any{&name, &sum}, func() error {
+		recorded[name] = sum
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read applied function files: %w", err)
+	}
+	var applied []FunctionFile
+	for _, f := range files {
+		if !all && recorded[f.Name] == f.Checksum() {
+			continue
+		}
+		if _, err := tx.Exec(ctx, f.SQL); err != nil {
+			return nil, fmt.Errorf("apply function file %s: %w", f.Name, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO corotask.function_files (name, checksum) VALUES ($1, $2)
+			ON CONFLICT (name) DO UPDATE SET checksum = excluded.checksum, applied_at = now()`, f.Name, f.Checksum()); err != nil {
+			return nil, fmt.Errorf("record function file %s: %w", f.Name, err)
+		}
+		applied = append(applied, f)
 	}
 	return applied, nil
 }

@@ -21,12 +21,18 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, all)
 
-	applied, err := corosql.Apply(ctx, db)
+	functions, err := corosql.FunctionFiles()
 	require.NoError(t, err)
-	require.Equal(t, all, applied)
-	applied, err = corosql.Apply(ctx, db)
-	require.NoError(t, err)
-	require.Empty(t, applied)
+
+	var r corosql.Report
+	require.NoError(t, corosql.Migrate(ctx, db, corosql.Reporting(&r)))
+	require.Equal(t, all, r.Migrations)
+	require.Equal(t, functions, r.Functions)
+	require.Equal(t, all[len(all)-1].Version, r.Version)
+	require.NoError(t, corosql.Migrate(ctx, db, corosql.Reporting(&r)))
+	require.Empty(t, r.Migrations)
+	require.Empty(t, r.Functions)
+	require.Equal(t, all[len(all)-1].Version, r.Version)
 
 	var n int
 	require.NoError(t, db.QueryRow(ctx, "SELECT count(*) FROM corotask.migrations").Scan(&n))

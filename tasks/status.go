@@ -13,7 +13,8 @@ const (
 	Sleeping Status = "sleeping"
 	// Suspended: no wake_at; the task waits for a message.
 	Suspended Status = "suspended"
-	// Running: an executor holds a claim on the task (its heartbeat is set).
+	// Running: an executor holds a claim on the task (its claim is set; not
+	// running is exactly "claim IS NULL", and then Heartbeat is zero).
 	Running Status = "running"
 	// Done: the poller returned Done or DoneWith.
 	Done Status = "done"

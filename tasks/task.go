@@ -37,15 +37,16 @@ const taskColumns = `t.task_id, t.parent_id, t.task_type, corotask.status(t), t.
 func scanTask(row pgx.Row, extra ...any) (*Task, error) {
 	var t Task
 	var typ, status string
+	var heartbeat *time.Time
 	dest := append([]any{&t.ID, &t.Parent, &typ, &status, &t.State, &t.Result,
-		&t.WakeAt, &t.Heartbeat, &t.InboxLen, &t.InboxNextLen, &t.Failures,
+		&t.WakeAt, &heartbeat, &t.InboxLen, &t.InboxNextLen, &t.Failures,
 		&t.LastError, &t.CreatedAt, &t.DoneAt}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
 	t.Type, t.Status = Type(typ), Status(status)
-	if t.Heartbeat.Year() <= 1 {
-		t.Heartbeat = time.Time{}
+	if heartbeat != nil {
+		t.Heartbeat = *heartbeat
 	}
 	return &t, nil
 }

@@ -16,7 +16,7 @@ import (
 func TestCreateGetListRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 
 	parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "parent"})
 	require.NoError(t, err)
@@ -88,7 +88,7 @@ func TestCreateGetListRoundTrip(t *testing.T) {
 func TestCreateDuplicateID(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})
 	require.NoError(t, err)
 	_, err = tasks.Create(ctx, db, tasks.Spec{ID: id, Type: "a"})
@@ -99,7 +99,7 @@ func TestCreateDuplicateID(t *testing.T) {
 func TestCreateMissingParent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	missing := tasks.NewID()
 	_, err := tasks.Create(ctx, db, tasks.Spec{Type: "a", Parent: missing})
 	require.ErrorIs(t, err, tasks.ErrNotFound)
@@ -113,7 +113,7 @@ func TestCreateMissingParent(t *testing.T) {
 func TestCreateUnderEndedParent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})
 	require.NoError(t, err)
 	require.NoError(t, tasks.Cancel(ctx, db, parent))
@@ -124,7 +124,7 @@ func TestCreateUnderEndedParent(t *testing.T) {
 func TestCreateRejectsBadInput(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	_, err := tasks.Create(ctx, db, tasks.Spec{Type: ""})
 	require.ErrorContains(t, err, "invalid task type")
 	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "a", State: json.RawMessage(`{"broken"`)})
@@ -139,7 +139,7 @@ func TestCreateRejectsBadInput(t *testing.T) {
 func TestCreateManyIsAllOrNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	root := tasks.NewID()
 	specs := []tasks.Spec{{ID: root, Type: "root"}}
 	for i := 0; i < 500; i++ {
@@ -163,7 +163,7 @@ func TestCreateManyIsAllOrNothing(t *testing.T) {
 func TestCreateInCallersTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	tx, err := db.Begin(ctx)
 	require.NoError(t, err)
 	id, err := tasks.Create(ctx, tx, tasks.Spec{Type: "a"})
@@ -172,10 +172,7 @@ func TestCreateInCallersTransaction(t *testing.T) {
 	_, err = tasks.Get(ctx, db, id)
 	require.ErrorIs(t, err, tasks.ErrNotFound)
 
-	conn, err := db.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	err = pgx.BeginFunc(ctx, conn.Conn(), func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		_, err := tasks.Create(ctx, tx, tasks.Spec{ID: id, Type: "a"})
 		return err
 	})
@@ -186,7 +183,7 @@ func TestCreateInCallersTransaction(t *testing.T) {
 
 func TestGetUnknown(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	id := tasks.NewID()
 	_, err := tasks.Get(context.Background(), db, id)
 	require.ErrorIs(t, err, tasks.ErrNotFound)
@@ -196,7 +193,7 @@ func TestGetUnknown(t *testing.T) {
 func TestCancelSubtree(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	grand, err := tasks.Create(ctx, db, tasks.Spec{Type: "grandparent"})
 	require.NoError(t, err)
 	parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "parent", Parent: grand})
@@ -271,7 +268,7 @@ func TestCancelNotifiesRunningPolls(t *testing.T) {
 func TestStatuses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	ready, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})
 	require.NoError(t, err)
 	sleeping, err := tasks.Create(ctx, db, tasks.Spec{Type: "a", WakeAt: time.Now().Add(time.Hour)})
@@ -301,7 +298,7 @@ func TestStatuses(t *testing.T) {
 func TestCancelWaitsForChildrenBeingCreated(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.New(t) // a second session must see its commits
 	p1, err := tasks.Create(ctx, db, tasks.Spec{Type: "parent"})
 	require.NoError(t, err)
 	p2, err := tasks.Create(ctx, db, tasks.Spec{Type: "parent"})
@@ -345,7 +342,7 @@ func waitForLockWait(t *testing.T, db tasks.DB) {
 func TestZeroIDs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.Tx(t)
 	require.ErrorContains(t, tasks.Cancel(ctx, db, tasks.ID{}), "zero id")
 }
 
@@ -386,7 +383,7 @@ func TestReadyTasksAreAnnounced(t *testing.T) {
 func TestWait(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	db := testdb.New(t) // a second session must see its commits
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})
 	require.NoError(t, err)
 

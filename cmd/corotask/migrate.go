@@ -13,9 +13,10 @@ import (
 var migrateCmd = &command{
 	name:    "migrate",
 	summary: "apply the database schema",
-	help: `Apply the schema migrations the database has not applied yet, in one
+	help: `Apply the schema migrations the database has not applied yet, and the
+SQL function files that changed since they were last applied, in one
 transaction, and say which. Running it again, or from several processes at
-once, is safe.`,
+once, is safe. A database migrated by a newer corotask is refused.`,
 	example: `corotask migrate --database-url postgres://postgres@db.internal:5432/app`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		return func(ctx context.Context, a *app, args []string) error {
@@ -23,21 +24,19 @@ once, is safe.`,
 				return err
 			}
 			return a.withConn(ctx, func(conn *pgx.Conn) error {
-				applied, err := corosql.Apply(ctx, conn)
-				if err != nil {
+				var r corosql.Report
+				if err := corosql.Migrate(ctx, conn, corosql.Reporting(&r)); err != nil {
 					return err
 				}
-				for _, m := range applied {
+				for _, m := range r.Migrations {
 					fmt.Fprintf(a.stdout, "applied %s\n", m.Name)
 				}
-				if len(applied) > 0 {
-					return nil
+				for _, f := range r.Functions {
+					fmt.Fprintf(a.stdout, "applied functions/%s\n", f.Name)
 				}
-				var version int
-				if err := conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM corotask.migrations").Scan(&version); err != nil {
-					return fmt.Errorf("read schema version: %w", err)
+				if len(r.Migrations) == 0 && len(r.Functions) == 0 {
+					fmt.Fprintf(a.stdout, "schema up to date (version %d)\n", r.Version)
 				}
-				fmt.Fprintf(a.stdout, "schema up to date (version %d)\n", version)
 				return nil
 			})
 		}

@@ -16,9 +16,15 @@ func TestMigrate(t *testing.T) {
 	migrations, err := corosql.Migrations()
 	require.NoError(t, err)
 	require.NotEmpty(t, migrations)
+	functions, err := corosql.FunctionFiles()
+	require.NoError(t, err)
+	require.NotEmpty(t, functions)
 	var want strings.Builder
 	for _, m := range migrations {
 		fmt.Fprintf(&want, "applied %s\n", m.Name)
+	}
+	for _, f := range functions {
+		fmt.Fprintf(&want, "applied functions/%s\n", f.Name)
 	}
 	last := migrations[len(migrations)-1].Version
 

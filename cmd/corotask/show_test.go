@@ -60,7 +60,7 @@ func TestShow(t *testing.T) {
 
 	// An ended task, with its result, shown by its UUID.
 	c.exec(`UPDATE corotask.tasks SET done_at = now(), outcome = 'done', wake_at = NULL, result = '{"total": 7}',
-		heartbeat = '0001-01-01 00:00:00+00', claim = NULL WHERE task_id = $1`, root)
+		heartbeat = NULL, claim = NULL WHERE task_id = $1`, root)
 	out = c.ok("show", root.UUID())
 	require.Regexp(t, `(?m)^status +done$`, out)
 	require.Regexp(t, `(?m)^wake_at +-$`, out)

@@ -15,9 +15,8 @@
 //	go run ./examples/approval
 //
 // creates an order, prints the exact commands that approve or reject it (on
-// the database the program uses: here the server on 127.0.0.1:5432; with
-// a private cluster they carry --private-cluster, and a password is never
-// printed), and runs an executor until the order ends:
+// the database the program uses: here the server on 127.0.0.1:5432; a
+// password is never printed), and runs an executor until the order ends:
 //
 //	order 01M80BQXCCNEJD5WAAXATW0K2C for a new laptop waits for approval until 2026-11-23 00:50:47 (a reminder every 10s)
 //	approve it from another shell with:
@@ -55,8 +54,7 @@
 //	-remind D         how often it reminds (default 10s)
 //	-order ID         wait for an existing order instead of creating one
 //	--database-url U  the PostgreSQL URL (default $DATABASE_URL, else libpq's
-//	                  PG* variables, else a server on 127.0.0.1:5432, else a
-//	                  private cluster)
+//	                  PG* variables, else a server on 127.0.0.1:5432)
 //	-v                debug logs
 //
 // An order can also be created without this program, with
@@ -82,7 +80,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/executor"
-	"github.com/corotask/corotask/internal/database"
 	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/tasks"
 )
@@ -101,7 +98,7 @@ type config struct {
 func main() {
 	var cfg config
 	var verbose bool
-	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else 127.0.0.1:5432, else a private cluster)")
+	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else 127.0.0.1:5432)")
 	flag.StringVar(&cfg.Item, "item", "a new laptop", "what the order is for")
 	flag.DurationVar(&cfg.Timeout, "timeout", 24*time.Hour, "how long the order waits for a decision")
 	flag.DurationVar(&cfg.Remind, "remind", 10*time.Second, "how often the order reminds")
@@ -122,7 +119,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "approval:", database.ErrorText(err))
+		fmt.Fprintln(os.Stderr, "approval:", err)
 		os.Exit(1)
 	}
 }
@@ -154,9 +151,9 @@ type outcome struct {
 
 // orderPoller polls approval.order tasks. Its messages are taken as raw JSON
 // and checked by the poll: they come from people, and one that is not a
-// decision is reported and dropped, instead of failing the poll (a message
-// that does not decode into a typed poller's message type fails every poll
-// of the task until it is removed).
+// decision is reported and dropped (a typed poller would get a message that
+// does not decode into its message type with Message.DecodeErr set, and
+// could drop it the same way).
 type orderPoller struct {
 	timeout, remind time.Duration
 	out             io.Writer // where reminders go
@@ -228,17 +225,14 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	}
 	// The poller prints reminders while this goroutine prints too.
 	stdout = &lockedWriter{w: stdout}
-	target, err := database.Find(ctx, database.Options{Explicit: cfg.DatabaseURL, Private: database.PrivateFallback})
-	if err != nil {
-		return err
-	}
-	db, err := pgxpool.New(ctx, target.ConnString)
+	tg := findTarget(cfg.DatabaseURL)
+	db, err := pgxpool.New(ctx, tg.ConnString)
 	if err != nil {
 		return fmt.Errorf("invalid database URL: %w", err) // pgx's error names it, masked
 	}
 	defer db.Close()
 	if err := corosql.Migrate(ctx, db); err != nil {
-		return target.Wrap("migrate", err)
+		return tg.Wrap("migrate", err)
 	}
 
 	var id tasks.ID
@@ -267,7 +261,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 			id, cfg.Item, now.Add(cfg.Timeout).Format(time.DateTime), cfg.Remind)
 	}
 	// The commands reach the database this program uses.
-	cli, note := target.Command()
+	cli, note := tg.Command()
 	fmt.Fprintf(stdout, "approve it from another shell with:\n\n    %s send %s '{\"approve\":true}'\n\n", cli, id)
 	fmt.Fprintf(stdout, "or reject it with:\n\n    %s send %s '{\"approve\":false,\"reason\":\"too expensive\"}'\n\n", cli, id)
 	if note != "" {
@@ -297,7 +291,11 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 		return err
 	}
 	if task.Status != tasks.Done {
-		fmt.Fprintf(stdout, "order %s %s %s\n", id, task.Status, task.LastError)
+		if task.LastError != "" {
+			fmt.Fprintf(stdout, "order %s %s: %s\n", id, task.Status, task.LastError)
+		} else {
+			fmt.Fprintf(stdout, "order %s %s\n", id, task.Status)
+		}
 		return nil
 	}
 	var res outcome

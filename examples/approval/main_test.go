@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -18,17 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/inbox"
-	"github.com/corotask/corotask/internal/database"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
-
-func testLogger() *slog.Logger {
-	if os.Getenv("COROTASK_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
 
 // lines records what the program prints, line by line, and lets a test wait
 // for a line.
@@ -97,7 +87,7 @@ type session struct {
 func start(t *testing.T, cfg config) *session {
 	t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = testLogger()
+		cfg.Logger = testdb.Logger(t)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &session{out: &lines{changed: make(chan struct{}, 1)}, cancel: cancel, done: make(chan error, 1)}
@@ -246,7 +236,7 @@ func TestPrintedCommandNamesExplicitDatabase(t *testing.T) {
 	t.Parallel()
 	url := testdb.URL(t)
 	s := start(t, config{DatabaseURL: url, Item: "a pen", Timeout: time.Hour, Remind: time.Hour})
-	s.out.waitFor(t, 0, `^    corotask --database-url `+regexp.QuoteMeta(database.ShellQuote(url))+` send \S+ '\{"approve":true\}'$`)
+	s.out.waitFor(t, 0, `^    corotask --database-url `+regexp.QuoteMeta(shellQuote(url))+` send \S+ '\{"approve":true\}'$`)
 }
 
 // A database with a password gets a command without it, and a note that
@@ -261,7 +251,7 @@ func TestPrintedCommandHidesPassword(t *testing.T) {
 	}
 	s := start(t, config{DatabaseURL: u.String(), Item: "a pen", Timeout: time.Hour, Remind: time.Hour})
 	u.User = url.User(u.User.Username())
-	s.out.waitFor(t, 0, `^    corotask --database-url `+regexp.QuoteMeta(database.ShellQuote(u.String()))+` send \S+ '\{"approve":true\}'$`)
+	s.out.waitFor(t, 0, `^    corotask --database-url `+regexp.QuoteMeta(shellQuote(u.String()))+` send \S+ '\{"approve":true\}'$`)
 	s.out.waitFor(t, 0, `^\(the password is not shown: give it in PGPASSWORD or ~/.pgpass\)$`)
 	require.NotContains(t, s.out.String(), "s3cret")
 }
@@ -279,3 +269,15 @@ func TestParseDecision(t *testing.T) {
 }
 
 var _ io.Writer = (*lines)(nil)
+
+// A canceled order ends the program with one line that says so.
+func TestCanceled(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	s := start(t, config{DatabaseURL: url, Item: "a lamp", Timeout: time.Hour, Remind: time.Hour})
+	id := s.order(t)
+	require.NoError(t, tasks.Cancel(context.Background(), db, id))
+	out := s.wait(t)
+	require.True(t, strings.HasSuffix(out, fmt.Sprintf("\norder %s canceled", id)), "%q", out)
+}

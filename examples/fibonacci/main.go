@@ -41,8 +41,7 @@
 //	-workers W        polls each executor runs at once (Config.Concurrency, default 100)
 //	-executors K      executors in this process, each with its own pool (default 1)
 //	--database-url U  the PostgreSQL URL (default $DATABASE_URL, else libpq's
-//	                  PG* variables, else a server on 127.0.0.1:5432, else a
-//	                  private cluster)
+//	                  PG* variables, else a server on 127.0.0.1:5432)
 //	-v                debug logs
 //
 // The time is measured by the database, from the root's creation to its end.
@@ -71,7 +70,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/executor"
-	"github.com/corotask/corotask/internal/database"
 	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/tasks"
 )
@@ -95,7 +93,7 @@ type config struct {
 func main() {
 	var cfg config
 	var verbose bool
-	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else 127.0.0.1:5432, else a private cluster)")
+	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else 127.0.0.1:5432)")
 	flag.IntVar(&cfg.N, "n", 16, "compute fib(`N`)")
 	flag.StringVar(&cfg.Role, "role", "all", "all: executors and submit in this process; work: only executors, until interrupted; submit: only create the root and wait for its result")
 	flag.IntVar(&cfg.Workers, "workers", 100, "polls each executor runs at once")
@@ -116,7 +114,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "fibonacci:", database.ErrorText(err))
+		fmt.Fprintln(os.Stderr, "fibonacci:", err)
 		os.Exit(1)
 	}
 }
@@ -196,23 +194,20 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	target, err := database.Find(ctx, database.Options{Explicit: cfg.DatabaseURL, Private: database.PrivateFallback})
-	if err != nil {
-		return err
-	}
+	tg := findTarget(cfg.DatabaseURL)
 
 	switch cfg.Role {
 	case "submit":
-		db, err := openPool(ctx, target, 2)
+		db, err := openPool(ctx, tg, 2)
 		if err != nil {
 			return err
 		}
 		defer db.Close()
 		fmt.Fprintf(stdout, "waiting for executors: run `go run ./examples/fibonacci -role work` in other terminals\n")
-		return submit(ctx, db, target, cfg.N, stdout)
+		return submit(ctx, db, tg, cfg.N, stdout)
 
 	case "work":
-		polls, err := work(ctx, target, cfg, func() {
+		polls, err := work(ctx, tg, cfg, func() {
 			fmt.Fprintf(stdout, "working on %s tasks (%s, %d workers each); Ctrl-C to stop\n", fibType, plural(cfg.Executors, "executor"), cfg.Workers)
 		})
 		if err != nil {
@@ -222,7 +217,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 		return nil
 
 	default: // "all"
-		db, err := openPool(ctx, target, 2)
+		db, err := openPool(ctx, tg, 2)
 		if err != nil {
 			return err
 		}
@@ -235,7 +230,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 		started, workDone := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(workDone)
-			polls, workErr = work(workCtx, target, cfg, func() { close(started) })
+			polls, workErr = work(workCtx, tg, cfg, func() { close(started) })
 		}()
 		select {
 		case <-started:
@@ -243,7 +238,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 			stopWork()
 			return workErr
 		}
-		err = submit(ctx, db, target, cfg.N, stdout)
+		err = submit(ctx, db, tg, cfg.N, stdout)
 		stopWork()
 		<-workDone
 		if err == nil && workErr == nil && cfg.Executors > 1 {
@@ -253,34 +248,34 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	}
 }
 
-// openPool opens a pool of at most maxConns connections on target, and
+// openPool opens a pool of at most maxConns connections on tg, and
 // applies the schema migrations (which is idempotent).
-func openPool(ctx context.Context, target database.Target, maxConns int) (*pgxpool.Pool, error) {
-	pc, err := pgxpool.ParseConfig(target.ConnString)
+func openPool(ctx context.Context, tg target, maxConns int) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(tg.ConnString)
 	if err != nil {
 		return nil, fmt.Errorf("invalid database URL: %w", err) // pgx's error names it, masked
 	}
 	pc.MaxConns = int32(maxConns)
 	db, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
-		return nil, target.Wrap("open pool on", err)
+		return nil, tg.Wrap("open pool on", err)
 	}
 	if err := corosql.Migrate(ctx, db); err != nil {
 		db.Close()
-		return nil, target.Wrap("migrate", err)
+		return nil, tg.Wrap("migrate", err)
 	}
 	return db, nil
 }
 
 // work runs cfg.Executors executors until ctx ends, calls started once they
 // run, and returns how many polls each made.
-func work(ctx context.Context, target database.Target, cfg config, started func()) ([]int64, error) {
+func work(ctx context.Context, tg target, cfg config, started func()) ([]int64, error) {
 	pollers := make([]*fibPoller, cfg.Executors)
 	execs := make([]*executor.Executor, cfg.Executors)
 	for i := range execs {
 		// The polls are short and the executor batches their commits: a
 		// few connections suffice.
-		db, err := openPool(ctx, target, min(cfg.Workers, 16)+2)
+		db, err := openPool(ctx, tg, min(cfg.Workers, 16)+2)
 		if err != nil {
 			return nil, err
 		}
@@ -321,7 +316,7 @@ func newExecutor(db *pgxpool.Pool, cfg config, log *slog.Logger) (*executor.Exec
 
 // submit creates the root task for fib(n), waits for it to end, and prints
 // its result.
-func submit(ctx context.Context, db *pgxpool.Pool, target database.Target, n int, stdout io.Writer) error {
+func submit(ctx context.Context, db *pgxpool.Pool, tg target, n int, stdout io.Writer) error {
 	root, err := tasks.Create(ctx, db, tasks.Spec{Type: fibType, State: fibState{N: n}})
 	if err != nil {
 		return fmt.Errorf("create root task: %w", err)
@@ -330,7 +325,7 @@ func submit(ctx context.Context, db *pgxpool.Pool, target database.Target, n int
 	task, err := tasks.Wait(ctx, db, root)
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted; root task %s is left in the database: run again to finish it, or %s", root, target.Commands("cancel "+root.String()))
+			return fmt.Errorf("interrupted; root task %s is left in the database: run again to finish it, or %s", root, tg.Commands("cancel "+root.String()))
 		}
 		return err
 	}

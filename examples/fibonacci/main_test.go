@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"os"
 	"regexp"
 	"strconv"
 	"sync"
@@ -17,13 +15,6 @@ import (
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
-
-func testLogger() *slog.Logger {
-	if os.Getenv("COROTASK_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
 
 var resultLine = regexp.MustCompile(`(?m)^fib\((\d+)\) = (\d+) in \S+ \((\d+) tasks, \d+ tasks/s\)$`)
 var rootLine = regexp.MustCompile(`(?m)^root task (\S+) computes fib\((\d+)\)$`)
@@ -94,7 +85,7 @@ func TestAllInOneProcess(t *testing.T) {
 			url := testdb.URL(t)
 			var out bytes.Buffer
 			err := run(context.Background(), config{
-				DatabaseURL: url, N: c.n, Role: "all", Workers: c.workers, Executors: c.executors, Logger: testLogger(),
+				DatabaseURL: url, N: c.n, Role: "all", Workers: c.workers, Executors: c.executors, Logger: testdb.Logger(t),
 			}, &out)
 			require.NoError(t, err)
 			checkRun(t, testdb.Pool(t, url), out.String(), c.n)
@@ -122,13 +113,13 @@ func TestWorkersAndSubmit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = run(ctx, config{DatabaseURL: url, Role: "work", Workers: 4, Executors: 1, Logger: testLogger()}, &outs[i])
+			errs[i] = run(ctx, config{DatabaseURL: url, Role: "work", Workers: 4, Executors: 1, Logger: testdb.Logger(t)}, &outs[i])
 		}()
 	}
 
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), config{
-		DatabaseURL: url, N: 12, Role: "submit", Workers: 1, Executors: 1, Logger: testLogger(),
+		DatabaseURL: url, N: 12, Role: "submit", Workers: 1, Executors: 1, Logger: testdb.Logger(t),
 	}, &out))
 	require.Contains(t, out.String(), "waiting for executors: run `go run ./examples/fibonacci -role work` in other terminals\n")
 	checkRun(t, testdb.Pool(t, url), out.String(), 12)
@@ -155,7 +146,7 @@ func TestCanceledChildFailsTheTree(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e, _ := newExecutor(db, config{Workers: 10}, testLogger())
+	e, _ := newExecutor(db, config{Workers: 10}, testdb.Logger(t))
 	root, err := tasks.Create(ctx, db, tasks.Spec{Type: fibType, State: fibState{N: 3}})
 	require.NoError(t, err)
 	n, err := e.PollOnce(ctx) // the root spawns fib(2) and fib(1)

@@ -19,8 +19,7 @@
 //
 //	-n N              round trips to play (default 200)
 //	--database-url U  the PostgreSQL URL (default $DATABASE_URL, else libpq's
-//	                  PG* variables, else a server on 127.0.0.1:5432, else a
-//	                  private cluster)
+//	                  PG* variables, else a server on 127.0.0.1:5432)
 //	-v                debug logs
 //
 // The time is measured by the database, from the players' creation to the
@@ -44,7 +43,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/executor"
-	"github.com/corotask/corotask/internal/database"
 	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/tasks"
 )
@@ -60,7 +58,7 @@ type config struct {
 func main() {
 	var cfg config
 	var verbose bool
-	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else 127.0.0.1:5432, else a private cluster)")
+	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else 127.0.0.1:5432)")
 	flag.IntVar(&cfg.N, "n", 200, "round trips to play")
 	flag.BoolVar(&verbose, "v", false, "debug logs")
 	flag.Parse()
@@ -78,7 +76,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "pingpong:", database.ErrorText(err))
+		fmt.Fprintln(os.Stderr, "pingpong:", err)
 		os.Exit(1)
 	}
 }
@@ -151,21 +149,18 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	target, err := database.Find(ctx, database.Options{Explicit: cfg.DatabaseURL, Private: database.PrivateFallback})
-	if err != nil {
-		return err
-	}
-	pc, err := pgxpool.ParseConfig(target.ConnString)
+	tg := findTarget(cfg.DatabaseURL)
+	pc, err := pgxpool.ParseConfig(tg.ConnString)
 	if err != nil {
 		return fmt.Errorf("invalid database URL: %w", err) // pgx's error names it, masked
 	}
 	db, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
-		return target.Wrap("open pool on", err)
+		return tg.Wrap("open pool on", err)
 	}
 	defer db.Close()
 	if err := corosql.Migrate(ctx, db); err != nil {
-		return target.Wrap("migrate", err)
+		return tg.Wrap("migrate", err)
 	}
 
 	e := executor.New(db, executor.Config{Concurrency: 2, Logger: cfg.Logger})
@@ -189,7 +184,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	for i, id := range []tasks.ID{server, receiver} {
 		if ended[i], err = tasks.Wait(ctx, db, id); err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("interrupted; the players are left in the database: cancel them with %s", target.Commands("cancel "+server.String(), "cancel "+receiver.String()))
+				return fmt.Errorf("interrupted; the players are left in the database: cancel them with %s", tg.Commands("cancel "+server.String(), "cancel "+receiver.String()))
 			}
 			return err
 		}

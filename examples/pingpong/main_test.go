@@ -4,25 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
-	"os"
 	"regexp"
 	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/corotask/corotask/internal/database"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
-
-func testLogger() *slog.Logger {
-	if os.Getenv("COROTASK_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
 
 func TestPingPong(t *testing.T) {
 	t.Parallel()
@@ -33,7 +23,7 @@ func TestPingPong(t *testing.T) {
 			url := testdb.URL(t)
 			db := testdb.Pool(t, url)
 			var out bytes.Buffer
-			require.NoError(t, run(ctx, config{DatabaseURL: url, N: n, Logger: testLogger()}, &out))
+			require.NoError(t, run(ctx, config{DatabaseURL: url, N: n, Logger: testdb.Logger(t)}, &out))
 
 			m := regexp.MustCompile(`^players (\S+) \(serves\) and (\S+) play (\d+) round trips\n` +
 				`(\d+) round trips in \S+: \d+ round trips/s \(mean \S+, slowest \S+\)\n$`).FindStringSubmatch(out.String())
@@ -93,10 +83,10 @@ func TestInterruptedPrintsCancelCommands(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	out := &cancelOnWrite{cancel: cancel}
-	err := run(ctx, config{DatabaseURL: url, N: 1000000, Logger: testLogger()}, out)
+	err := run(ctx, config{DatabaseURL: url, N: 1000000, Logger: testdb.Logger(t)}, out)
 	require.Error(t, err)
 	m := regexp.MustCompile(`^players (\S+) \(serves\) and (\S+) play`).FindStringSubmatch(out.String())
 	require.NotNil(t, m, out.String())
-	cli := "corotask --database-url " + database.ShellQuote(url)
+	cli := "corotask --database-url " + shellQuote(url)
 	require.Contains(t, err.Error(), "cancel them with `"+cli+" cancel "+m[1]+"` and `"+cli+" cancel "+m[2]+"`")
 }

@@ -109,6 +109,10 @@ type Options struct {
 	// KeepDatabase leaves the scenario's database in place, for a look with
 	// EXPLAIN afterwards; its name is printed.
 	KeepDatabase bool
+	// OTel turns on the executors' OpenTelemetry hooks (otelcorotask, on
+	// an SDK that keeps everything in memory and exports nothing), to
+	// measure what the instrumentation costs.
+	OTel bool
 	// NoAnalyze skips the ANALYZE that scenarios run after creating their
 	// tasks in bulk (autovacuum would do it, later).
 	NoAnalyze bool
@@ -187,6 +191,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Statements, "statements", o.Statements, "report the top statements from pg_stat_statements (if preloaded)")
 	fs.BoolVar(&o.KeepDatabase, "keep-database", o.KeepDatabase, "do not drop the scenario's database")
 	fs.BoolVar(&o.NoAnalyze, "no-analyze", o.NoAnalyze, "do not ANALYZE after bulk creation")
+	fs.BoolVar(&o.OTel, "otel", o.OTel, "record OpenTelemetry metrics and spans in the executors (in memory, not exported)")
 }
 
 // intList is a comma-separated list of ints, as a flag.Value.
@@ -311,6 +316,11 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) error {
 	}
 	if err := opts.validate(); err != nil {
 		return err
+	}
+	if opts.OTel {
+		if _, err := otelHooks(); err != nil {
+			return err
+		}
 	}
 	srv, err := openServer(ctx, opts.DatabaseURL)
 	if err != nil {

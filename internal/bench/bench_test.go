@@ -56,7 +56,7 @@ func TestScenariosSmoke(t *testing.T) {
 	t.Parallel()
 	admin := testdb.AdminURL(t)
 	tiny := map[string]Options{
-		"oneshot":   {N: 300, Workers: 10, Executors: 2, Pool: 4, Batch: 100},
+		"oneshot":   {N: 300, Workers: 10, Executors: 2, Pool: 4, Batch: 100, OTel: true},
 		"create":    {N: 500, Batch: 100, Writers: 2},
 		"tree":      {N: 8, Workers: 10, Pool: 4},
 		"pingpong":  {N: 20, Gap: time.Millisecond},
@@ -86,6 +86,7 @@ func TestScenariosSmoke(t *testing.T) {
 				require.Equal(t, 300.0, m["polls"])
 				require.Positive(t, m["tasks_per_sec"])
 				require.Equal(t, "processes", rec.Params["mode"])
+				require.Equal(t, true, rec.Params["otel"])
 			case "create":
 				require.Equal(t, 500.0, m["tasks"])
 				require.Positive(t, m["tasks_per_sec"])

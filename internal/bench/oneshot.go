@@ -39,6 +39,7 @@ func runOneshot(ctx context.Context, r *runner, res *Result) error {
 	res.param("mode", mode)
 	res.param("pool", o.Pool)
 	res.param("batch", o.Batch)
+	res.param("otel", o.OTel)
 
 	db, err := r.pool(ctx, 4)
 	if err != nil {

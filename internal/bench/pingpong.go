@@ -69,7 +69,7 @@ func runPingPong(ctx context.Context, r *runner, res *Result) error {
 		// Until the last poll has committed: the task is suspended again.
 		return waitUntil(ctx, "the pong task to suspend", time.Minute, 100*time.Microsecond, func() (bool, error) {
 			var suspended bool
-			err := db.QueryRow(ctx, `SELECT heartbeat = '0001-01-01 00:00:00+00' AND wake_at IS NULL
+			err := db.QueryRow(ctx, `SELECT claim IS NULL AND wake_at IS NULL
 				FROM corotask.tasks WHERE task_id = $1`, id).Scan(&suspended)
 			return suspended, err
 		})

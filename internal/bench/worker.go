@@ -49,6 +49,7 @@ type workerSpec struct {
 	Concurrency int    `json:"concurrency"`
 	Pool        int    `json:"pool"`
 	CPUProfile  string `json:"cpuprofile,omitempty"`
+	OTel        bool   `json:"otel,omitempty"`
 }
 
 // workerReport is what a worker says when it stops, as one JSON line.
@@ -85,7 +86,13 @@ func worker(specJSON string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer pool.Close()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	e := executor.New(pool, executor.Config{Concurrency: spec.Concurrency, Logger: log, Retention: -1})
+	cfg := executor.Config{Concurrency: spec.Concurrency, Logger: log, Retention: -1}
+	if spec.OTel {
+		if cfg.Hooks, err = otelHooks(); err != nil {
+			return fail(err)
+		}
+	}
+	e := executor.New(pool, cfg)
 	var first firstTime
 	var polls atomic.Int64
 	executor.Register(e, oneshotType, oneshotPoller(&first, &polls))
@@ -145,7 +152,7 @@ func (r *runner) startWorkers(ctx context.Context, kind string, concurrency []in
 	}
 	var ps procs
 	for i, c := range concurrency {
-		spec := workerSpec{URL: r.url, DB: r.db, Kind: kind, Concurrency: c, Pool: r.opts.Pool}
+		spec := workerSpec{URL: r.url, DB: r.db, Kind: kind, Concurrency: c, Pool: r.opts.Pool, OTel: r.opts.OTel}
 		if r.opts.CPUProfile != "" {
 			spec.CPUProfile = fmt.Sprintf("%s.%d", r.opts.CPUProfile, i+1)
 		}

@@ -1,9 +1,19 @@
-// Package testdb gives each test a fresh, migrated database of its own, so
-// tests run in parallel and never see what another test left behind.
+// Package testdb isolates tests that use PostgreSQL, so that they run in
+// parallel and never see what another test left behind.
+//
+// [Tx] gives a test a transaction on a migrated database shared by the tests,
+// rolled back when the test ends: cheap, for tests of client functions. [New]
+// and [URL] give a test a fresh migrated database of its own, dropped when the
+// test ends: for tests whose commits other connections must see (executors,
+// LISTEN).
 //
 // The server is the one internal/database resolves (DATABASE_URL, libpq's PG*
-// environment, a server on 127.0.0.1:5432, or a private cluster). A template database holding the
-// current migrations is made once and cloned for every test.
+// environment, a server on 127.0.0.1:5432, or a private cluster). A template
+// database holding the current migrations is made once per migration set and
+// cloned for every test; the shared database is made once per migration set
+// too. Both stay on the server, reused by later runs, until no run has used
+// them for a day (see [unusedAge]). A test database that a killed test process
+// could not drop is dropped by a later run (see [sweepAge]).
 package testdb
 
 import (
@@ -50,6 +60,9 @@ func admin() (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		adminURL, adminErr = database.URL(ctx, "")
+		if adminErr == nil {
+			sweep(ctx, adminURL, time.Now())
+		}
 	})
 	return adminURL, adminErr
 }
@@ -121,7 +134,7 @@ func ForExample() (*pgxpool.Pool, func()) {
 // createDatabase makes a database from template and returns its URL and a
 // function that drops it.
 func createDatabase(admin, template string) (string, func() error, error) {
-	name := "corotask_test_" + randomSuffix()
+	name := testName(time.Now())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := execAdmin(ctx, admin, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, template)); err != nil {
@@ -182,18 +195,11 @@ func WithDatabase(t testing.TB, rawURL, name string) string {
 func template(admin string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	migs, err := corosql.Migrations()
+	hash, err := migrationsHash()
 	if err != nil {
 		return "", err
 	}
-	h := sha256.New()
-	// Bump when Migrate's own bookkeeping (corotask.migrations) changes.
-	h.Write([]byte("bookkeeping v2"))
-	for _, m := range migs {
-		h.Write([]byte(m.Name))
-		h.Write([]byte(m.SQL))
-	}
-	name := "corotask_tmpl_" + hex.EncodeToString(h.Sum(nil))[:16]
+	name := "corotask_tmpl_" + hash
 
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
@@ -209,7 +215,7 @@ func template(admin string) (string, error) {
 		return "", fmt.Errorf("look for template: %w", err)
 	}
 	if exists {
-		return name, nil
+		return name, markUsed(ctx, conn, name)
 	}
 	building := name + "_new"
 	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)"); err != nil {
@@ -231,7 +237,35 @@ func template(admin string) (string, error) {
 	if _, err := conn.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
 		return "", err
 	}
-	return name, nil
+	return name, markUsed(ctx, conn, name)
+}
+
+// migrationsHash names the current migration set, so that templates (and
+// shared databases) made from other migrations are never used.
+// migrationsHash identifies everything Migrate applies: the migrations and the
+// function files, so that a changed function never runs on a stale template.
+func migrationsHash() (string, error) {
+	migs, err := corosql.Migrations()
+	if err != nil {
+		return "", err
+	}
+	funcs, err := corosql.FunctionFiles()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	// Bump when Migrate's own bookkeeping (corotask.migrations,
+	// corotask.function_files) changes.
+	h.Write([]byte("bookkeeping v3"))
+	for _, m := range migs {
+		h.Write([]byte(m.Name))
+		h.Write([]byte(m.SQL))
+	}
+	for _, f := range funcs {
+		h.Write([]byte("functions/" + f.Name))
+		h.Write([]byte(f.SQL))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
 func execAdmin(ctx context.Context, admin, stmt string) error {

@@ -1,0 +1,188 @@
+-- The SQL API that the Go packages and users' own SQL (functions, triggers)
+-- share: creating tasks, sending messages, and what they are built on.
+--
+-- create_task(s) and send_to_task run with the rights of the schema's owner
+-- (SECURITY DEFINER, with an empty search_path), so a role that may only send
+-- messages or create tasks needs USAGE on the schema and EXECUTE on that
+-- function, and no privilege on the table itself. EXECUTE on them is revoked
+-- from PUBLIC: grant it per role.
+--
+-- Errors raised by these functions carry their own SQLSTATEs so that clients
+-- can tell them apart: CT404 (no such task), CT410 (task has ended), CT413
+-- (message too large). DETAIL holds "<role> <uuid>" for the first two.
+--
+-- The functions that join arrays of task IDs to corotask.tasks run with
+-- enable_seqscan, enable_hashjoin and enable_mergejoin off. plpgsql caches a
+-- generic plan after a few calls, which guesses the arrays' size; on a table
+-- of a few thousand rows or more it then hashes a sequential scan of the whole
+-- table where a few index probes would do. Every statement here touches only
+-- the rows its arrays name, by task_id, so index probes are always right.
+
+-- The largest message body accepted, in bytes of its stored jsonb form.
+CREATE OR REPLACE FUNCTION corotask.max_message_bytes() RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS 'SELECT 1048576';
+
+-- The derived status of a task, as the Go API and the CLI report it. A task
+-- is running exactly when it holds a claim.
+CREATE OR REPLACE FUNCTION corotask.status(t corotask.tasks) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT CASE
+        WHEN t.outcome IS NOT NULL THEN t.outcome
+        WHEN t.claim IS NOT NULL THEN 'running'
+        WHEN t.wake_at IS NULL THEN 'suspended'
+        WHEN t.wake_at > now() THEN 'sleeping'
+        ELSE 'ready'
+    END
+$$;
+
+-- envelope wraps a message body as stored in an inbox, refusing oversized bodies.
+CREATE OR REPLACE FUNCTION corotask.envelope(p_from uuid, p_body jsonb) RETURNS jsonb
+LANGUAGE plpgsql STABLE SET search_path = '' AS $$
+DECLARE
+    size integer := pg_column_size(p_body);
+BEGIN
+    IF size > corotask.max_message_bytes() THEN
+        RAISE EXCEPTION 'corotask: message of % bytes is larger than the limit of % bytes',
+            size, corotask.max_message_bytes()
+            USING ERRCODE = 'CT413', DETAIL = size::text;
+    END IF;
+    RETURN jsonb_build_object('from', p_from, 'body', p_body);
+END
+$$;
+
+-- deliver_all is the one place messages are delivered: p_envelopes[i] goes to
+-- live task p_to[i], in array order per task. A task receives them in its
+-- inbox, or in inbox_next while an executor holds it (claim IS NOT NULL), and
+-- is woken (wake_at = LEAST(wake_at, now()), NULL counting as "never"),
+-- unless it is waiting out the backoff of a failed poll (failures > 0): its
+-- retry sees the messages then. It returns the tasks delivered to; a task
+-- missing from them does not exist or has ended.
+CREATE OR REPLACE FUNCTION corotask.deliver_all(p_to uuid[], p_envelopes jsonb[]) RETURNS SETOF uuid
+LANGUAGE plpgsql SET search_path = ''
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+BEGIN
+    -- MATERIALIZED keeps the aggregate from being re-run per row of the join.
+    RETURN QUERY
+    WITH m AS MATERIALIZED (
+        SELECT x.task_id, array_agg(x.env ORDER BY x.k) AS envs
+        FROM unnest(p_to, p_envelopes) WITH ORDINALITY AS x(task_id, env, k)
+        GROUP BY x.task_id
+    ), delivered AS (
+        UPDATE corotask.tasks t SET
+            inbox = CASE WHEN t.claim IS NULL THEN t.inbox || m.envs ELSE t.inbox END,
+            inbox_next = CASE WHEN t.claim IS NULL THEN t.inbox_next ELSE t.inbox_next || m.envs END,
+            wake_at = CASE WHEN t.failures > 0 THEN t.wake_at ELSE LEAST(t.wake_at, now()) END
+        FROM m
+        WHERE t.task_id = m.task_id AND t.done_at IS NULL
+        RETURNING t.task_id
+    )
+    SELECT task_id FROM delivered;
+END
+$$;
+
+-- refuse_undelivered raises CT404 or CT410 for the first of p_to that is not
+-- in p_delivered: a message is never dropped silently.
+CREATE OR REPLACE FUNCTION corotask.refuse_undelivered(p_to uuid[], p_delivered uuid[]) RETURNS void
+LANGUAGE plpgsql SET search_path = '' AS $$
+DECLARE
+    missing uuid;
+BEGIN
+    SELECT x INTO missing FROM unnest(p_to) WITH ORDINALITY AS u(x, k)
+    WHERE x <> ALL (coalesce(p_delivered, '{}')) ORDER BY k LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF missing IS NULL THEN
+        RAISE EXCEPTION 'corotask: a message needs a task id to go to' USING ERRCODE = '22004';
+    END IF;
+    IF EXISTS (SELECT 1 FROM corotask.tasks WHERE task_id = missing) THEN
+        RAISE EXCEPTION 'corotask: task % has ended', missing
+            USING ERRCODE = 'CT410', DETAIL = 'task ' || missing;
+    END IF;
+    RAISE EXCEPTION 'corotask: task % not found', missing
+        USING ERRCODE = 'CT404', DETAIL = 'task ' || missing;
+END
+$$;
+
+-- create_tasks inserts many tasks in one statement. Each array holds one element
+-- per task; parents must exist (or be created in the same call) and not have ended.
+-- A task with a message gets it as its first inbox entry, from its parent.
+CREATE OR REPLACE FUNCTION corotask.create_tasks(
+    p_ids      uuid[],
+    p_types    text[],
+    p_parents  uuid[],
+    p_states   jsonb[],
+    p_messages jsonb[],
+    p_wake_ats timestamptz[]
+) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = ''
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+DECLARE
+    bad uuid;
+BEGIN
+    SELECT p INTO bad FROM unnest(p_parents) AS p
+    WHERE p IS NOT NULL AND p <> ALL (p_ids)
+      AND NOT EXISTS (SELECT 1 FROM corotask.tasks t WHERE t.task_id = p)
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'corotask: parent task % not found', bad
+            USING ERRCODE = 'CT404', DETAIL = 'parent ' || bad;
+    END IF;
+    -- FOR SHARE waits for a concurrent cancel of the parent, so a child is never
+    -- added under a parent that is being canceled.
+    PERFORM 1 FROM corotask.tasks t
+    WHERE t.task_id IN (SELECT DISTINCT p FROM unnest(p_parents) AS p WHERE p IS NOT NULL)
+    ORDER BY t.task_id
+    FOR SHARE;
+    SELECT t.task_id INTO bad FROM corotask.tasks t
+    WHERE t.task_id IN (SELECT DISTINCT p FROM unnest(p_parents) AS p WHERE p IS NOT NULL)
+      AND t.done_at IS NOT NULL
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'corotask: parent task % has ended', bad
+            USING ERRCODE = 'CT410', DETAIL = 'parent ' || bad;
+    END IF;
+    INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, inbox)
+    SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, now()),
+           CASE WHEN u.msg IS NULL THEN '{}'::jsonb[]
+                ELSE ARRAY[corotask.envelope(u.parent, u.msg)] END
+    FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats)
+        AS u(id, typ, parent, state, msg, wake_at);
+END
+$$;
+
+-- create_task creates one task; see create_tasks. p_wake_at NULL means now.
+CREATE OR REPLACE FUNCTION corotask.create_task(
+    p_task_id   uuid,
+    p_task_type text,
+    p_parent_id uuid DEFAULT NULL,
+    p_state     jsonb DEFAULT NULL,
+    p_message   jsonb DEFAULT NULL,
+    p_wake_at   timestamptz DEFAULT NULL
+) RETURNS uuid
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+BEGIN
+    PERFORM corotask.create_tasks(ARRAY[p_task_id], ARRAY[p_task_type], ARRAY[p_parent_id],
+        ARRAY[p_state], ARRAY[p_message], ARRAY[p_wake_at]);
+    RETURN p_task_id;
+END
+$$;
+
+-- send_to_task sends a message to a task, from another task or (p_from NULL) from
+-- outside any task. It raises CT404 for an unknown task and CT410 for an ended one.
+CREATE OR REPLACE FUNCTION corotask.send_to_task(p_to uuid, p_from uuid, p_message jsonb) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+BEGIN
+    IF p_to IS NULL THEN
+        RAISE EXCEPTION 'corotask: send_to_task needs a task id' USING ERRCODE = '22004';
+    END IF;
+    PERFORM corotask.refuse_undelivered(ARRAY[p_to],
+        ARRAY(SELECT corotask.deliver_all(ARRAY[p_to], ARRAY[corotask.envelope(p_from, p_message)])));
+END
+$$;
+
+REVOKE EXECUTE ON FUNCTION
+    corotask.create_tasks(uuid[], text[], uuid[], jsonb[], jsonb[], timestamptz[]),
+    corotask.create_task(uuid, text, uuid, jsonb, jsonb, timestamptz),
+    corotask.send_to_task(uuid, uuid, jsonb)
+FROM PUBLIC;

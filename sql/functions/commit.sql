@@ -1,0 +1,165 @@
+-- The executor's side of a successful poll. A claim sets a fresh claim token
+-- and its expiry; every later write of the poll matches on that token, so a
+-- poll whose claim was lost (stolen after a stall, canceled, released)
+-- changes nothing.
+
+-- commit_polls commits successful polls, many in one statement (and so one
+-- transaction and one WAL flush): for each, its state, the inbox swap (messages
+-- the poll did not take, then those that arrived during it), its next wake_at,
+-- and its effects (children, messages, the completion message to the parent
+-- when it is done), all or nothing. p_actions[i] is 'yield', 'sleep'
+-- (p_sleeps[i] seconds from now), 'until' (p_ats[i]), 'suspend' or 'done'
+-- (with p_results[i]). p_effects[i] is NULL or
+-- {"spawn": [{"id", "type", "state", "msg"}...], "send": [{"to", "msg"}...]}.
+--
+-- A 'done' whose task received messages during the poll (inbox_next not
+-- empty) does not end the task: the poll's state and effects are committed,
+-- and the task is ready at once, so that a poll sees those messages; the task
+-- ends when a poll returns done with no message arrived meanwhile.
+--
+-- It returns the tasks whose claim still matched; the others are unchanged.
+CREATE OR REPLACE FUNCTION corotask.commit_polls(
+    p_tasks   uuid[],
+    p_claims  uuid[],
+    p_states  jsonb[],
+    p_taken   integer[],
+    p_actions text[],
+    p_sleeps  float8[],
+    p_ats     timestamptz[],
+    p_results jsonb[],
+    p_effects jsonb[]
+) RETURNS SETOF uuid
+LANGUAGE plpgsql SET search_path = ''
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+DECLARE
+    r record;
+    others uuid[];
+    spawners uuid[] := '{}';  -- polls that spawned, in batch order ...
+    spawns jsonb[] := '{}';   -- ... and their children
+    send_to uuid[] := '{}';   -- recipients of the messages polls sent, in batch order ...
+    sent jsonb[] := '{}';     -- ... and the messages' envelopes
+    parents uuid[] := '{}';   -- parents of the tasks this batch ended ...
+    completions jsonb[] := '{}'; -- ... and their completion messages
+BEGIN
+    IF EXISTS (SELECT 1 FROM unnest(p_actions) AS a
+               WHERE a IS NULL OR a NOT IN ('yield', 'sleep', 'until', 'suspend', 'done')) THEN
+        RAISE EXCEPTION 'corotask: unknown poll action in %', p_actions;
+    END IF;
+    -- A commit that writes rows beyond its own tasks (messages to other
+    -- tasks, completions to parents) locks every row it writes in task_id
+    -- order before writing any, so that two such commits wait for each other
+    -- instead of deadlocking (two tasks that message each other, committed at
+    -- once by two executors). A commit that writes only its own tasks (claims
+    -- are exclusive) needs no such pass; heartbeat renewals never wait.
+    SELECT array_agg(x) INTO others FROM (
+        SELECT (s.e ->> 'to')::uuid AS x
+        FROM unnest(p_effects) AS f(eff), jsonb_array_elements(f.eff -> 'send') AS s(e)
+        WHERE f.eff ? 'send'
+        UNION
+        SELECT p.parent_id FROM unnest(p_tasks, p_actions) AS u(task_id, action)
+        JOIN corotask.tasks p ON p.task_id = u.task_id
+        WHERE u.action = 'done' AND p.parent_id IS NOT NULL
+    ) o;
+    IF others IS NOT NULL THEN
+        PERFORM 1 FROM corotask.tasks t
+        WHERE t.task_id = ANY (p_tasks || others)
+        ORDER BY t.task_id
+        FOR UPDATE;
+    END IF;
+    FOR r IN
+        WITH input AS (
+            SELECT * FROM unnest(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats, p_results, p_effects)
+                WITH ORDINALITY AS u(task_id, claim, state, taken, action, sleep, at, result, effects, i)
+        ), committed AS (
+            UPDATE corotask.tasks t SET
+                inner_state = u.state,
+                inbox = t.inbox[u.taken + 1:] || t.inbox_next,
+                inbox_next = '{}',
+                heartbeat = NULL,
+                claim = NULL,
+                claim_expires_at = NULL,
+                failures = 0,
+                last_error = NULL,
+                -- Messages that arrived during the poll make the task ready at once,
+                -- and keep it from ending.
+                wake_at = CASE
+                    WHEN cardinality(t.inbox_next) > 0 THEN now()
+                    WHEN u.action = 'done' THEN NULL
+                    WHEN u.action = 'yield' THEN now()
+                    WHEN u.action = 'sleep' THEN now() + make_interval(secs => u.sleep)
+                    WHEN u.action = 'until' THEN u.at
+                END,
+                done_at = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) = 0 THEN now() END,
+                outcome = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) = 0 THEN 'done' END,
+                result = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) = 0 THEN u.result END
+            FROM input u
+            WHERE t.task_id = u.task_id AND t.claim = u.claim
+            RETURNING t.task_id, t.parent_id, t.done_at IS NOT NULL AS ended, u.result, u.effects, u.i
+        )
+        SELECT * FROM committed ORDER BY i
+    LOOP
+        RETURN NEXT r.task_id;
+        IF jsonb_array_length(coalesce(r.effects -> 'spawn', '[]')) > 0 THEN
+            spawners := array_append(spawners, r.task_id);
+            spawns := array_append(spawns, (r.effects -> 'spawn'));
+        END IF;
+        IF jsonb_array_length(coalesce(r.effects -> 'send', '[]')) > 0 THEN
+            SELECT send_to || array_agg((e ->> 'to')::uuid ORDER BY n),
+                   sent || array_agg(corotask.envelope(r.task_id, e -> 'msg') ORDER BY n)
+            INTO send_to, sent
+            FROM jsonb_array_elements(r.effects -> 'send') WITH ORDINALITY AS s(e, n);
+        END IF;
+        IF r.ended AND r.parent_id IS NOT NULL THEN
+            parents := array_append(parents, r.parent_id);
+            completions := array_append(completions, corotask.completion(r.task_id, 'done', r.result, NULL));
+        END IF;
+    END LOOP;
+    -- Effects are applied per batch, not per poll: every child in one
+    -- create_tasks, then the messages in batch order (after the children, so
+    -- that a poll may message the child it spawned), then the completions to
+    -- parents, in batch order.
+    IF cardinality(spawners) > 0 THEN
+        PERFORM corotask.create_tasks(
+            array_agg((e ->> 'id')::uuid ORDER BY k, n),
+            array_agg(e ->> 'type' ORDER BY k, n),
+            array_agg(x.parent ORDER BY k, n),
+            array_agg(CASE WHEN e ? 'state' THEN e -> 'state' END ORDER BY k, n),
+            array_agg(CASE WHEN e ? 'msg' THEN e -> 'msg' END ORDER BY k, n),
+            array_agg(NULL::timestamptz ORDER BY k, n))
+        FROM unnest(spawners, spawns) WITH ORDINALITY AS x(parent, spawn, k),
+             jsonb_array_elements(x.spawn) WITH ORDINALITY AS s(e, n);
+    END IF;
+    IF cardinality(send_to) > 0 THEN
+        -- A message to a missing or ended task fails the whole batch.
+        PERFORM corotask.refuse_undelivered(send_to, ARRAY(SELECT corotask.deliver_all(send_to, sent)));
+    END IF;
+    IF cardinality(parents) > 0 THEN
+        -- A parent that has ended is not told (nothing to tell).
+        PERFORM corotask.deliver_all(parents, completions);
+    END IF;
+END
+$$;
+
+-- release_claims gives claims back without counting a failure: the tasks are
+-- ready for another executor after p_delay (0 for an executor shutting down;
+-- an executor that will not poll a task it took back waits a little before
+-- trying again). Messages that arrived meanwhile join the inbox.
+CREATE OR REPLACE FUNCTION corotask.release_claims(p_tasks uuid[], p_claims uuid[], p_delay interval)
+RETURNS integer
+LANGUAGE sql SET search_path = ''
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+    WITH released AS (
+        UPDATE corotask.tasks t SET
+            inbox = t.inbox || t.inbox_next,
+            inbox_next = '{}',
+            heartbeat = NULL,
+            claim = NULL,
+            claim_expires_at = NULL,
+            wake_at = CASE WHEN p_delay > interval '0' THEN GREATEST(t.wake_at, now() + p_delay)
+                           ELSE LEAST(t.wake_at, now()) END
+        FROM unnest(p_tasks, p_claims) AS c(task_id, claim)
+        WHERE t.task_id = c.task_id AND t.claim = c.claim
+        RETURNING 1
+    )
+    SELECT count(*)::integer FROM released
+$$;
