@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/envelope"
+	"github.com/corotask/corotask/internal/jsonenc"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -139,16 +141,14 @@ func (h *typed[S, M]) poll(ctx context.Context, c *claimed) (out *outcome) {
 			return &outcome{err: fmt.Errorf("task %s: state does not decode into %T: %w", c.id, t.State, err)}
 		}
 	}
-	in, err := inbox.New[M](c.id, c.inbox)
-	if err != nil {
-		return &outcome{err: err}
-	}
+	in := inbox.Of(envelope.Decode[M](c.id, c.inbox)...)
 	t.Inbox = in
 	act, err := h.p.Poll(ctx, t)
 	if err != nil {
 		return &outcome{err: err}
 	}
-	return finish(t.ID, &act, t.State, in.Taken(), &t.effects)
+	// What the poll popped leaves the stored inbox when it commits.
+	return finish(t.ID, &act, t.State, len(c.inbox)-in.Len(), &t.effects)
 }
 
 // finish validates and encodes what a successful poll asked for.
@@ -168,7 +168,7 @@ func finish(id tasks.ID, act *Action, state any, taken int, eff *effects) *outco
 	}
 	out := &outcome{state: st, taken: taken, action: *act, effects: *eff}
 	if act.kind == actDone && act.result != nil {
-		if out.result, err = tasks.EncodeJSON(act.result); err != nil {
+		if out.result, err = jsonenc.Encode(act.result); err != nil {
 			return &outcome{err: fmt.Errorf("task %s: encode result: %w", id, err)}
 		}
 	}
