@@ -236,7 +236,7 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 	recA, recB := newRecorder(), newRecorder()
 
 	cfgA := fastConfig()
-	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 5*time.Second, time.Second
+	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 20*time.Second, 3*time.Second
 	cfgA.Concurrency = 1
 	cfgA.Hooks = recA
 	a := executor.New(testdb.Pool(t, url), cfgA)
@@ -251,8 +251,10 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 	start(t, a)
 	<-aEntered
 
+	// A stalls: its claim expires (A's next renewal is seconds away).
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second' WHERE task_id = $1`, id)
+	require.NoError(t, err)
 	cfgB := fastConfig()
-	cfgB.HeartbeatTimeout = 300 * time.Millisecond // A's heartbeat looks stale to B
 	cfgB.Hooks = recB
 	b := executor.New(testdb.Pool(t, url), cfgB)
 	executor.Register(b, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {

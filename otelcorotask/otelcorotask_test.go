@@ -288,8 +288,9 @@ func TestClaimTakenOverAndHeartbeatMetrics(t *testing.T) {
 	telA, telB := newTelemetry(t, otelcorotask.Config{}), newTelemetry(t, otelcorotask.Config{})
 
 	cfgA := config()
-	// A renews every second; to B (below) a heartbeat 300ms old is stale.
-	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 5*time.Second, time.Second
+	// A renews every 3 seconds; its claim on job is expired by hand below,
+	// right after a renewal, as if A had stalled.
+	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 20*time.Second, 3*time.Second
 	cfgA.Hooks = telA.hooks
 	a := executor.New(testdb.Pool(t, url), cfgA)
 	aEntered := make(chan struct{})
@@ -321,8 +322,9 @@ func TestClaimTakenOverAndHeartbeatMetrics(t *testing.T) {
 		return n["outcome=ok"] >= 1
 	}, 30*time.Second, 10*time.Millisecond, "a renewal")
 
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second' WHERE task_id = $1`, job)
+	require.NoError(t, err)
 	cfgB := config()
-	cfgB.HeartbeatTimeout = 300 * time.Millisecond
 	cfgB.Hooks = telB.hooks
 	b := executor.New(testdb.Pool(t, url), cfgB)
 	executor.Register(b, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {

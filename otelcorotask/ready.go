@@ -21,7 +21,7 @@ import (
 const readySQL = `SELECT r.task_type, count(*), extract(epoch FROM now() - min(r.wake_at))::float8
 FROM (
     SELECT task_type, wake_at FROM corotask.tasks
-    WHERE heartbeat = '0001-01-01 00:00:00+00' AND done_at IS NULL AND wake_at IS NOT NULL
+    WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
       AND wake_at <= now()
     ORDER BY wake_at
     LIMIT $1
