@@ -22,6 +22,7 @@ import (
 
 	"github.com/corotask/corotask/executor"
 	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/envelope"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
@@ -41,7 +42,7 @@ func requireFailedOnce(t *testing.T, db tasks.DB, id tasks.ID, want string) *tas
 	require.NoError(t, err)
 	require.Equal(t, 1, task.Failures)
 	require.Contains(t, task.LastError, want)
-	require.Equal(t, tasks.Sleeping, task.Status, "backed off, claim released")
+	require.Equal(t, tasks.StatusSleeping, task.Status, "backed off, claim released")
 	require.True(t, task.Heartbeat.IsZero())
 	return task
 }
@@ -88,11 +89,11 @@ func TestStateThatNoLongerDecodesAfterATypeChange(t *testing.T) {
 	require.ErrorContains(t, err, "state does not decode")
 	task, err = tasks.Get(ctx, db, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Failed, task.Status)
+	require.Equal(t, tasks.StatusFailed, task.Status)
 	p, err := tasks.Get(ctx, db, parent)
 	require.NoError(t, err)
 	require.Len(t, p.Inbox, 1)
-	var env inbox.Envelope
+	var env envelope.Envelope
 	require.NoError(t, json.Unmarshal(p.Inbox[0], &env))
 	require.True(t, env.Done)
 	require.Equal(t, id, env.From)
@@ -310,18 +311,18 @@ func TestTaskTypeNoExecutorRegistered(t *testing.T) {
 	require.Eventually(t, func() bool {
 		task, err := tasks.Get(ctx, db, known)
 		require.NoError(t, err)
-		return task.Status == tasks.Done
+		return task.Status == tasks.StatusDone
 	}, 30*time.Second, 10*time.Millisecond)
 	stop()
 	require.NoError(t, <-done)
 
 	// The orphan waits, untouched, and listing shows it as ready.
-	ready, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.Ready})
+	ready, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.StatusReady})
 	require.NoError(t, err)
 	require.Len(t, ready, 1)
 	require.Equal(t, orphan, ready[0].ID)
 	require.Equal(t, tasks.Type("nobody.home"), ready[0].Type)
-	require.Equal(t, tasks.Ready, ready[0].Status)
+	require.Equal(t, tasks.StatusReady, ready[0].Status)
 	require.Zero(t, ready[0].Failures)
 	require.Empty(t, ready[0].LastError)
 	require.True(t, ready[0].Heartbeat.IsZero())
@@ -397,7 +398,7 @@ func TestSQLLookingInputIsStoredAsData(t *testing.T) {
 
 		task, err := tasks.Get(ctx, db, ids[i])
 		require.NoError(t, err)
-		require.Equal(t, tasks.Done, task.Status)
+		require.Equal(t, tasks.StatusDone, task.Status)
 		require.Equal(t, tasks.Type(s), task.Type)
 		var got sqlState
 		require.NoError(t, json.Unmarshal(task.Result, &got))

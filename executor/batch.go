@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -94,7 +95,7 @@ func (e *Executor) runBatch(ctx context.Context, batch []*pendingCommit) error {
 	defer cancel()
 	rows, err := e.pool.Query(ctx, commitSQL, args...)
 	if err != nil {
-		return fmt.Errorf("commit %d polls: %w", len(batch), tasks.TranslateError(err))
+		return fmt.Errorf("commit %d polls: %w", len(batch), dberr.Translate(err))
 	}
 	committed := make(map[tasks.ID]bool, len(batch))
 	for rows.Next() {
@@ -106,7 +107,7 @@ func (e *Executor) runBatch(ctx context.Context, batch []*pendingCommit) error {
 		committed[id] = true
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("commit %d polls: %w", len(batch), tasks.TranslateError(err))
+		return fmt.Errorf("commit %d polls: %w", len(batch), dberr.Translate(err))
 	}
 	for _, p := range batch {
 		e.logCommitted(p.c, p.out, committed[p.c.id])

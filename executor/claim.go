@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -79,7 +80,7 @@ func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	}
 	e.hooks.claimDone(ctx, at, &req, len(out), err)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("claim: %w", tasks.TranslateError(err))
+		return nil, time.Time{}, fmt.Errorf("claim: %w", dberr.Translate(err))
 	}
 	poll := out[:0]
 	for i, c := range out {
@@ -108,7 +109,7 @@ func (e *Executor) exhausted(c *claimed) bool {
 func (e *Executor) failClaimed(ctx context.Context, c *claimed) error {
 	var ok bool
 	if err := e.pool.QueryRow(ctx, `SELECT corotask.fail_claimed($1, $2)`, c.id, pgtype.UUID{Bytes: c.claim, Valid: true}).Scan(&ok); err != nil {
-		return tasks.TranslateError(err)
+		return dberr.Translate(err)
 	}
 	if ok {
 		e.log.Error("corotask: task failed for good: its polls stopped executors too many times", "task", c.id, "type", c.typ,

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/corotask/corotask/heartbeat"
+	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -25,7 +25,7 @@ func (e *Executor) settle(pctx context.Context, c *claimed, out *outcome, opts t
 	ctx := context.WithoutCancel(pctx)
 	cause := context.Cause(pctx)
 	switch {
-	case errors.Is(cause, heartbeat.ErrClaimLost), errors.Is(cause, heartbeat.ErrRenewTimeout), errors.Is(cause, ErrCanceled):
+	case errors.Is(cause, ErrClaimLost), errors.Is(cause, ErrRenewTimeout), errors.Is(cause, ErrCanceled):
 		e.log.Warn("corotask: poll's claim was lost; its outcome is discarded", "task", c.id, "type", c.typ, "cause", cause)
 	case errors.Is(cause, ErrShutdown):
 		if err := e.retry(pctx, c, func() error { return e.release(ctx, 0, c) }); err != nil {
@@ -98,7 +98,7 @@ func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome) error
 		return nil
 	})
 	if err != nil {
-		return tasks.TranslateError(err)
+		return dberr.Translate(err)
 	}
 	e.logCommitted(c, out, ok)
 	return nil
@@ -171,7 +171,7 @@ func (e *Executor) release(ctx context.Context, delay time.Duration, cs ...*clai
 	}
 	var n int
 	if err := e.pool.QueryRow(ctx, `SELECT corotask.release_claims($1, $2, $3)`, ids, tokens, delay).Scan(&n); err != nil {
-		return fmt.Errorf("release %d claims: %w", len(cs), tasks.TranslateError(err))
+		return fmt.Errorf("release %d claims: %w", len(cs), dberr.Translate(err))
 	}
 	e.log.Info("corotask: released claims", "claims", n)
 	return nil
@@ -186,7 +186,7 @@ func (e *Executor) retry(pctx context.Context, c *claimed, write func() error) e
 		if err == nil || !transient(err) {
 			return err
 		}
-		if cause := context.Cause(pctx); errors.Is(cause, heartbeat.ErrRenewTimeout) || errors.Is(cause, heartbeat.ErrClaimLost) {
+		if cause := context.Cause(pctx); errors.Is(cause, ErrRenewTimeout) || errors.Is(cause, ErrClaimLost) {
 			return fmt.Errorf("%w (%w)", err, cause)
 		}
 		if attempt >= 100 {
@@ -201,7 +201,7 @@ func (e *Executor) retry(pctx context.Context, c *claimed, write func() error) e
 			t.Stop()
 			// Canceled only for shutdown or a lost claim: one more try below
 			// unless the claim is gone.
-			if cause := context.Cause(pctx); errors.Is(cause, heartbeat.ErrRenewTimeout) || errors.Is(cause, heartbeat.ErrClaimLost) {
+			if cause := context.Cause(pctx); errors.Is(cause, ErrRenewTimeout) || errors.Is(cause, ErrClaimLost) {
 				return fmt.Errorf("%w (%w)", err, cause)
 			}
 		}

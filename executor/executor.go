@@ -12,16 +12,27 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/heartbeat"
+	"github.com/corotask/corotask/internal/cause"
 	"github.com/corotask/corotask/tasks"
 )
 
-// ErrShutdown is the cause of a poll's context when the executor stopped
-// before the poll finished (after Config.ShutdownTimeout). Its claim is
-// released, not counted as a failure.
-var ErrShutdown = errors.New("executor shutting down")
-
-// ErrCanceled is the cause of a poll's context when its task was canceled.
-var ErrCanceled = errors.New("task canceled")
+// The causes of a poll's context being canceled (context.Cause(ctx)), all
+// defined here. After any of them the poll's outcome is not committed.
+var (
+	// ErrClaimLost: the claim no longer matches the database: the task was
+	// canceled, released, or claimed by another executor after this one's
+	// claim expired.
+	ErrClaimLost = cause.ClaimLost
+	// ErrRenewTimeout: the claim could not be renewed (database errors, or a
+	// renewal that did not finish in time) before it expired; by then another
+	// executor may own the task, so the poll must stop.
+	ErrRenewTimeout = cause.RenewTimeout
+	// ErrCanceled: the task was canceled (tasks.Cancel).
+	ErrCanceled = cause.Canceled
+	// ErrShutdown: the executor stopped before the poll finished (after
+	// Config.ShutdownTimeout). Its claim is released, not counted as a failure.
+	ErrShutdown = cause.Shutdown
+)
 
 // Executor claims ready tasks of the types registered with it, polls them
 // and commits their outcomes. Create one with New, register pollers with
@@ -302,7 +313,7 @@ func (e *Executor) start(pollBase context.Context, c *claimed) bool {
 	if old, ok := e.inflight[c.id]; ok {
 		e.mu.Unlock()
 		e.log.Warn("corotask: took back a task whose heartbeat went stale while polled here", "task", c.id)
-		old.cancel(heartbeat.ErrClaimLost)
+		old.cancel(ErrClaimLost)
 		return false
 	}
 	pctx, cancel := context.WithCancelCause(pollBase)

@@ -126,7 +126,7 @@ func TestCommitAfterConnectionTerminatedIsRetried(t *testing.T) {
 	require.Equal(t, 1, n)
 	task, err := tasks.Get(ctx, admin, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Done, task.Status, "last error: %s; logs: %v", task.LastError, logs.containing("corotask"))
+	require.Equal(t, tasks.StatusDone, task.Status, "last error: %s; logs: %v", task.LastError, logs.containing("corotask"))
 	require.Zero(t, task.Failures)
 	require.JSONEq(t, `"polled"`, string(task.State))
 	require.Empty(t, logs.containing("poll failed"))
@@ -306,7 +306,7 @@ func TestOnCommitOnBrokenConnectionIsRetried(t *testing.T) {
 	require.True(t, broke.Load())
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Done, task.Status, "last error: %s", task.LastError)
+	require.Equal(t, tasks.StatusDone, task.Status, "last error: %s", task.LastError)
 	require.Zero(t, task.Failures)
 	var written int
 	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM public.written`).Scan(&written))

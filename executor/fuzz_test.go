@@ -76,7 +76,7 @@ func FuzzPollDecodesStateAndInbox(f *testing.F) {
 		task, gerr := tasks.Get(ctx, db, id)
 		require.NoError(t, gerr)
 		if err == nil {
-			require.Equal(t, tasks.Suspended, task.Status)
+			require.Equal(t, tasks.StatusSuspended, task.Status)
 			require.Zero(t, task.InboxLen, "the message was taken")
 			require.Zero(t, task.Failures)
 			return

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/corotask/corotask/heartbeat"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -110,8 +109,8 @@ const (
 	OutcomePanicked PollOutcome = "panicked"
 	// OutcomeClaimLost: the executor lost the task's claim during the poll
 	// or at its commit, and nothing of the poll was kept. PollResult.Err
-	// says how: heartbeat.ErrClaimLost (another executor took the task
-	// over after this one's heartbeat went stale), heartbeat.ErrRenewTimeout
+	// says how: ErrClaimLost (another executor took the task
+	// over after this one's heartbeat went stale), ErrRenewTimeout
 	// (the heartbeat could not be renewed in time), or ErrCommitFenced.
 	OutcomeClaimLost PollOutcome = "claim_lost"
 	// OutcomeCanceled: the task was canceled during the poll.
@@ -277,7 +276,7 @@ func (hc hookCaller) pollDone(pctx context.Context, c *claimed) {
 		switch {
 		case errors.Is(cause, ErrCanceled):
 			r.result.Outcome, r.result.Err = OutcomeCanceled, cause
-		case errors.Is(cause, heartbeat.ErrClaimLost), errors.Is(cause, heartbeat.ErrRenewTimeout):
+		case errors.Is(cause, ErrClaimLost), errors.Is(cause, ErrRenewTimeout):
 			r.result.Outcome, r.result.Err = OutcomeClaimLost, cause
 		case r.settled:
 		case errors.Is(cause, ErrShutdown):

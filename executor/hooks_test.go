@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/executor"
-	"github.com/corotask/corotask/heartbeat"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
@@ -262,11 +261,11 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 		return executor.DoneWith("B"), nil
 	}))
 	start(t, b)
-	waitStatus(t, db, id, tasks.Done)
+	waitStatus(t, db, id, tasks.StatusDone)
 	waitFor(t, "A's poll to settle", func() bool { return len(recA.results(id)) == 1 })
 	res := recA.results(id)[0]
 	require.Equal(t, executor.OutcomeClaimLost, res.Outcome)
-	require.ErrorIs(t, res.Err, heartbeat.ErrClaimLost)
+	require.ErrorIs(t, res.Err, executor.ErrClaimLost)
 	require.Equal(t, []executor.PollResult{{Outcome: executor.OutcomeCommitted, Action: "done", Duration: recB.results(id)[0].Duration}},
 		recB.results(id))
 }

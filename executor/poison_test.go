@@ -68,7 +68,7 @@ func TestPoisonMessageIsDeliveredInOrder(t *testing.T) {
 
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Suspended, task.Status, "not wedged: last error %q", task.LastError)
+	require.Equal(t, tasks.StatusSuspended, task.Status, "not wedged: last error %q", task.LastError)
 	require.Zero(t, task.Failures)
 	require.Zero(t, task.InboxLen, "the poison messages were popped and dropped")
 	require.JSONEq(t, "3", string(task.State))
@@ -148,7 +148,7 @@ func TestChildResultOfTheWrongType(t *testing.T) {
 		require.NoError(t, err)
 		task, err := tasks.Get(ctx, db, parent)
 		require.NoError(t, err)
-		return task.Status == tasks.Done
+		return task.Status == tasks.StatusDone
 	}, 30*time.Second, time.Millisecond)
 	require.Len(t, got, 1)
 	m := got[0]

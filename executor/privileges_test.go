@@ -80,7 +80,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	kids, err := tasks.List(ctx, workerDB, tasks.Filter{Parent: id})
 	require.NoError(t, err)
 	require.Len(t, kids, 1)
-	require.Equal(t, tasks.Done, kids[0].Status)
+	require.Equal(t, tasks.StatusDone, kids[0].Status)
 	n, err := e.DeleteExpired(ctx)
 	require.NoError(t, err)
 	require.Zero(t, n)

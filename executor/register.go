@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/envelope"
+	"github.com/corotask/corotask/internal/jsonenc"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -33,29 +35,35 @@ var ErrDuplicateType = errors.New("task type already registered")
 
 // Register registers p as the poller of tasks of type typ. It panics when typ
 // is invalid or already registered, or when the executor is running; see
-// RegisterSafely.
-func Register[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts ...Option) {
-	if err := RegisterSafely(e, typ, p, opts...); err != nil {
+// RegisterSafely. It returns the type's Handle, for creating, spawning and
+// sending to tasks of the type with S and M checked at compile time.
+func Register[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts ...Option) Handle[S, M] {
+	h, err := RegisterSafely(e, typ, p, opts...)
+	if err != nil {
 		panic(err)
 	}
+	return h
 }
 
 // RegisterSafely is Register, returning an error instead of panicking.
-func RegisterSafely[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts ...Option) error {
+func RegisterSafely[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts ...Option) (Handle[S, M], error) {
 	if err := typ.Validate(); err != nil {
-		return fmt.Errorf("register: %w", err)
+		return Handle[S, M]{}, fmt.Errorf("register: %w", err)
 	}
 	if p == nil {
-		return fmt.Errorf("register %s: nil poller", typ)
+		return Handle[S, M]{}, fmt.Errorf("register %s: nil poller", typ)
 	}
 	var o typeOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if o.maxFailures < 0 || o.concurrency < 0 {
-		return fmt.Errorf("register %s: MaxFailures and MaxConcurrency must not be negative", typ)
+		return Handle[S, M]{}, fmt.Errorf("register %s: MaxFailures and MaxConcurrency must not be negative", typ)
 	}
-	return e.register(typ, &typed[S, M]{p: p, opts: o})
+	if err := e.register(typ, &typed[S, M]{p: p, opts: o}); err != nil {
+		return Handle[S, M]{}, err
+	}
+	return Handle[S, M]{typ: typ}, nil
 }
 
 // handler runs polls of one registered type, hiding S and M from the executor.
@@ -133,16 +141,14 @@ func (h *typed[S, M]) poll(ctx context.Context, c *claimed) (out *outcome) {
 			return &outcome{err: fmt.Errorf("task %s: state does not decode into %T: %w", c.id, t.State, err)}
 		}
 	}
-	in, err := inbox.New[M](c.id, c.inbox)
-	if err != nil {
-		return &outcome{err: err}
-	}
+	in := inbox.Of(envelope.Decode[M](c.id, c.inbox)...)
 	t.Inbox = in
 	act, err := h.p.Poll(ctx, t)
 	if err != nil {
 		return &outcome{err: err}
 	}
-	return finish(t.ID, &act, t.State, in.Taken(), &t.effects)
+	// What the poll popped leaves the stored inbox when it commits.
+	return finish(t.ID, &act, t.State, len(c.inbox)-in.Len(), &t.effects)
 }
 
 // finish validates and encodes what a successful poll asked for.
@@ -162,7 +168,7 @@ func finish(id tasks.ID, act *Action, state any, taken int, eff *effects) *outco
 	}
 	out := &outcome{state: st, taken: taken, action: *act, effects: *eff}
 	if act.kind == actDone && act.result != nil {
-		if out.result, err = tasks.EncodeJSON(act.result); err != nil {
+		if out.result, err = jsonenc.Encode(act.result); err != nil {
 			return &outcome{err: fmt.Errorf("task %s: encode result: %w", id, err)}
 		}
 	}

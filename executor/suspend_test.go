@@ -41,7 +41,7 @@ func TestSuspendWithUnreadMessagesWaitsForTheNextMessage(t *testing.T) {
 	require.Equal(t, 1, n)
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Suspended, task.Status, "an unread message does not wake the task")
+	require.Equal(t, tasks.StatusSuspended, task.Status, "an unread message does not wake the task")
 	require.Equal(t, 1, task.InboxLen)
 	n, err = e.PollOnce(ctx)
 	require.NoError(t, err)

@@ -84,10 +84,10 @@ func ExampleInbox_Pop() {
 		}
 		fmt.Println("message:", m.Body)
 	}
-	fmt.Println("taken:", in.Taken(), "left:", in.Len())
+	fmt.Println("left:", in.Len())
 	// Output:
 	// message: first
 	// message: second
 	// a child ended: "canceled"
-	// taken: 3 left: 0
+	// left: 0
 }

@@ -1,7 +1,6 @@
 package inbox
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/corotask/corotask/tasks"
@@ -30,41 +29,8 @@ func (e *DecodeError) Error() string {
 
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// New decodes the stored messages of task (each an Envelope) into an Inbox.
-// A message that does not decode into M is kept in its place with DecodeErr
-// (a *DecodeError) and Raw set, so that the poll sees it and can drop it;
-// New itself returns no error. A panic in M's UnmarshalJSON is not
-// recovered: it is a bug of M, and the executor fails the poll with it.
-func New[M any](task tasks.ID, raw [][]byte) (*Inbox[M], error) {
-	in := &Inbox[M]{msgs: make([]Message[M], len(raw))}
-	for i, r := range raw {
-		var env Envelope
-		if err := json.Unmarshal(r, &env); err != nil {
-			in.msgs[i] = Message[M]{DecodeErr: &DecodeError{Task: task, Position: i, Err: err}, Raw: clone(r)}
-			continue
-		}
-		m := Message[M]{From: env.From, Done: env.Done, Err: env.Err}
-		if len(env.Body) > 0 && string(env.Body) != "null" {
-			if err := json.Unmarshal(env.Body, &m.Body); err != nil {
-				var zero M
-				m.Body = zero // what a failed decode left half-filled
-				m.DecodeErr = &DecodeError{Task: task, Position: i, Err: err}
-				m.Raw = clone(env.Body)
-			}
-		}
-		in.msgs[i] = m
-	}
-	return in, nil
-}
-
-func clone(b []byte) json.RawMessage {
-	if b == nil {
-		return json.RawMessage("null")
-	}
-	return append(json.RawMessage(nil), b...)
-}
-
-// Of returns an Inbox holding msgs, for tests of pollers.
+// Of returns an Inbox holding msgs, oldest first: the executor hands each
+// poll one, and tests of pollers make their own.
 func Of[M any](msgs ...Message[M]) *Inbox[M] {
 	return &Inbox[M]{msgs: msgs}
 }
@@ -90,7 +56,3 @@ func (in *Inbox[M]) Pop() (Message[M], bool) {
 	}
 	return m, ok
 }
-
-// Taken returns how many messages have been popped, which the executor removes
-// from the stored inbox on commit.
-func (in *Inbox[M]) Taken() int { return in.taken }

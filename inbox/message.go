@@ -36,12 +36,3 @@ type Message[M any] struct {
 	// message that decoded.
 	Raw json.RawMessage
 }
-
-// Envelope is a message as stored in an inbox column: the JSON object
-// {"from": <task id or null>, "body": <json>, "done": true, "err": "..."}.
-type Envelope struct {
-	From tasks.ID        `json:"from"`
-	Body json.RawMessage `json:"body"`
-	Done bool            `json:"done,omitempty"`
-	Err  string          `json:"err,omitempty"`
-}

@@ -27,7 +27,7 @@ func TestUndecodableMessageIsDeliveredInOrder(t *testing.T) {
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
 
-	in, err := inbox.New[int](id, raw(t, task))
+	in, err := newInbox[int](id, raw(t, task))
 	require.NoError(t, err)
 	require.Equal(t, 3, in.Len())
 	m, _ := in.Pop()
@@ -48,7 +48,7 @@ func TestUndecodableMessageIsDeliveredInOrder(t *testing.T) {
 	require.Equal(t, inbox.Message[int]{Body: 3}, m)
 
 	// A type that fits decodes them all.
-	all, err := inbox.New[json.RawMessage](id, raw(t, task))
+	all, err := newInbox[json.RawMessage](id, raw(t, task))
 	require.NoError(t, err)
 	for all.Len() > 0 {
 		m, _ := all.Pop()
@@ -62,7 +62,7 @@ func TestMalformedEnvelopeIsDeliveredWhole(t *testing.T) {
 	t.Parallel()
 	task := tasks.NewID()
 	for _, env := range []string{`42`, `"text"`, `[1]`, `{"from": "robert", "body": 1}`, `{"from": 7}`, `{"done": "yes"}`} {
-		in, err := inbox.New[json.RawMessage](task, [][]byte{[]byte(`{"from": null, "body": 1}`), []byte(env)})
+		in, err := newInbox[json.RawMessage](task, [][]byte{[]byte(`{"from": null, "body": 1}`), []byte(env)})
 		require.NoError(t, err)
 		m, _ := in.Pop()
 		require.NoError(t, m.DecodeErr)

@@ -17,7 +17,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/corotask/corotask/executor"
-	"github.com/corotask/corotask/heartbeat"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -232,10 +231,10 @@ func (h *Hooks) PollDone(ctx context.Context, info *executor.PollInfo, res *exec
 	case executor.OutcomeClaimLost:
 		cause := "fenced"
 		switch {
-		case errors.Is(res.Err, heartbeat.ErrClaimLost):
+		case errors.Is(res.Err, executor.ErrClaimLost):
 			cause = "taken_over"
 			h.takenOver.Add(ctx, 1, h.attr(typ, "", ""))
-		case errors.Is(res.Err, heartbeat.ErrRenewTimeout):
+		case errors.Is(res.Err, executor.ErrRenewTimeout):
 			cause = "expired"
 		}
 		h.claimsLost.Add(ctx, 1, h.attr(typ, "cause", cause))

@@ -337,7 +337,7 @@ func TestClaimTakenOverAndHeartbeatMetrics(t *testing.T) {
 	require.Eventually(t, func() bool {
 		task, err := tasks.Get(ctx, db, job)
 		require.NoError(t, err)
-		return task.Status == tasks.Done
+		return task.Status == tasks.StatusDone
 	}, 30*time.Second, 10*time.Millisecond, "B's poll committed")
 	stopA()
 	stopB()

@@ -102,11 +102,11 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 		count(*) FILTER (WHERE claim IS NOT NULL AND claim_expires_at < now()) FROM corotask.tasks`).Scan(&stray, &expiring))
 	require.Zero(t, stray)
 	require.Equal(t, 1, expiring, "the dead executor's claim has expired")
-	for id, want := range map[tasks.ID]tasks.Status{ready: tasks.Ready, suspended: tasks.Suspended, running: tasks.Running} {
+	for id, want := range map[tasks.ID]tasks.Status{ready: tasks.StatusReady, suspended: tasks.StatusSuspended, running: tasks.StatusRunning} {
 		task, err := tasks.Get(ctx, db, id)
 		require.NoError(t, err)
 		require.Equal(t, want, task.Status, "task %s", id)
-		require.Equal(t, want == tasks.Running, !task.Heartbeat.IsZero())
+		require.Equal(t, want == tasks.StatusRunning, !task.Heartbeat.IsZero())
 	}
 	send(suspended, "suspended 1")
 
@@ -136,7 +136,7 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 	for _, id := range []tasks.ID{ready, suspended, running} {
 		task, err := tasks.Get(ctx, db, id)
 		require.NoError(t, err)
-		require.Equal(t, tasks.Done, task.Status)
+		require.Equal(t, tasks.StatusDone, task.Status)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/corotask/corotask/internal/dberr"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -19,7 +20,7 @@ func Get(ctx context.Context, db DB, id ID) (*Task, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get task %s: %w", id, TranslateError(err))
+		return nil, fmt.Errorf("get task %s: %w", id, dberr.Translate(err))
 	}
 	for _, m := range inbox {
 		t.Inbox = append(t.Inbox, m)
@@ -84,11 +85,11 @@ func List(ctx context.Context, db DB, f Filter) ([]*Task, error) {
 	q += fmt.Sprintf(" ORDER BY t.task_id LIMIT $%d", len(args))
 	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", TranslateError(err))
+		return nil, fmt.Errorf("list tasks: %w", dberr.Translate(err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Task, error) { return scanTask(r) })
 	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", TranslateError(err))
+		return nil, fmt.Errorf("list tasks: %w", dberr.Translate(err))
 	}
 	return out, nil
 }

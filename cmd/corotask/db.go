@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,9 +129,12 @@ func explain(err error) error {
 func taskError(err error) error {
 	sentinels := []error{tasks.ErrNotFound, tasks.ErrEnded, tasks.ErrExists, tasks.ErrTooLarge}
 	for e := err; e != nil; e = errors.Unwrap(e) {
-		inner := errors.Unwrap(e)
+		inner := []error{errors.Unwrap(e)}
+		if m, ok := e.(interface{ Unwrap() []error }); ok {
+			inner = m.Unwrap() // a driver error translated: sentinel and *pgconn.PgError
+		}
 		for _, s := range sentinels {
-			if e == s || inner == s {
+			if e == s || slices.Contains(inner, s) {
 				return e
 			}
 		}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/envelope"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -62,7 +62,7 @@ type messageJSON struct {
 // decodeMessage decodes a stored message envelope; a stored value that is
 // not an envelope is shown whole, as the body.
 func decodeMessage(raw json.RawMessage) messageJSON {
-	var env inbox.Envelope
+	var env envelope.Envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
 		return messageJSON{Body: raw}
 	}

@@ -46,7 +46,7 @@ func TestShow(t *testing.T) {
 
 	s := c.show(root)
 	require.Equal(t, root, s.ID)
-	require.Equal(t, tasks.Running, s.Status)
+	require.Equal(t, tasks.StatusRunning, s.Status)
 	require.NotNil(t, s.Heartbeat)
 	require.Equal(t, 2, s.InboxLen)
 	require.Equal(t, 1, s.InboxNextLen)

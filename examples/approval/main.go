@@ -290,7 +290,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 		}
 		return err
 	}
-	if task.Status != tasks.Done {
+	if task.Status != tasks.StatusDone {
 		if task.LastError != "" {
 			fmt.Fprintf(stdout, "order %s %s: %s\n", id, task.Status, task.LastError)
 		} else {

@@ -131,7 +131,7 @@ func result(t *testing.T, db tasks.DB, id tasks.ID) outcome {
 	t.Helper()
 	task, err := tasks.Get(context.Background(), db, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Done, task.Status)
+	require.Equal(t, tasks.StatusDone, task.Status)
 	var res outcome
 	require.NoError(t, json.Unmarshal(task.Result, &res))
 	return res

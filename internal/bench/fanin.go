@@ -118,7 +118,7 @@ func runFanin(ctx context.Context, r *runner, res *Result) error {
 		return err
 	}
 	want := int64(o.K) * int64(o.K-1) / 2
-	if task.Status != tasks.Done || string(task.Result) != fmt.Sprint(want) {
+	if task.Status != tasks.StatusDone || string(task.Result) != fmt.Sprint(want) {
 		return fmt.Errorf("parent ended %s with %s, want done with %d", task.Status, task.Result, want)
 	}
 	first := ft.firstChild.get()

@@ -152,7 +152,7 @@ func runTree(ctx context.Context, r *runner, res *Result) error {
 	if err := grp.stop(); err != nil {
 		return err
 	}
-	if task.Status != tasks.Done || string(task.Result) != fmt.Sprint(want) {
+	if task.Status != tasks.StatusDone || string(task.Result) != fmt.Sprint(want) {
 		return fmt.Errorf("root ended %s with %s, want done with %d", task.Status, task.Result, want)
 	}
 	elapsed := task.DoneAt.Sub(start)
