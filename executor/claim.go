@@ -151,7 +151,7 @@ func readClaim(br pgx.BatchResults, at time.Time) (out []*claimed, takenOver []b
 			}
 			continue
 		}
-		c.id, c.typ, c.claim, c.failures, c.claimedAt = id, tasks.Type(*typ), token.Bytes, int(*failures), at
+		c.id, c.typ, c.claim, c.failures, c.claimedAt, c.takenOver = id, tasks.Type(*typ), token.Bytes, int(*failures), at, *stale
 		out, takenOver = append(out, &c), append(takenOver, *stale)
 	}
 	rows.Close()

@@ -89,6 +89,12 @@ type PollInfo struct {
 	Attempt int
 	// InboxLen is how many messages the poll finds in its inbox.
 	InboxLen int
+	// TakenOver is set when this executor took the task over from an
+	// expired claim (its holder crashed, was killed or stalled); that
+	// attempt was counted as a failure. (An executor that finds its own
+	// poll's claim expired gives the task back instead of polling it: the
+	// poll that follows is not a takeover.)
+	TakenOver bool
 }
 
 // PollOutcome is how a poll ended.
@@ -206,7 +212,7 @@ func (hc hookCaller) pollStart(ctx context.Context, c *claimed) context.Context 
 		return ctx
 	}
 	c.hooked = &pollRecord{info: PollInfo{Task: c.id, Type: c.typ, Parent: c.parent, Attempt: c.failures + 1,
-		InboxLen: len(c.inbox)}}
+		InboxLen: len(c.inbox), TakenOver: c.takenOver}}
 	ctx = hc.h.PollStart(ctx, &c.hooked.info)
 	c.hooked.started = time.Now()
 	return ctx

@@ -268,6 +268,14 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 	require.ErrorIs(t, res.Err, executor.ErrClaimLost)
 	require.Equal(t, []executor.PollResult{{Outcome: executor.OutcomeCommitted, Action: "done", Duration: recB.results(id)[0].Duration}},
 		recB.results(id))
+	recA.mu.Lock()
+	require.False(t, recA.started[0].TakenOver)
+	recA.mu.Unlock()
+	recB.mu.Lock()
+	defer recB.mu.Unlock()
+	require.Len(t, recB.started, 1)
+	require.True(t, recB.started[0].TakenOver, "B took the task over from A's expired claim")
+	require.Equal(t, 2, recB.started[0].Attempt, "the takeover counted A's attempt")
 }
 
 // A hook's PollStart may return a context carrying values; a nil Hooks field

@@ -85,6 +85,7 @@ type claimed struct {
 	// heartbeat keeper counts the claim's age from it.
 	claimedAt time.Time
 	hooked    *pollRecord // what Config.Hooks learn of the poll; nil without hooks
+	takenOver bool        // claimed from another executor whose claim expired
 }
 
 // outcome is what a poll produced, ready to commit.

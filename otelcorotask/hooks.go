@@ -206,6 +206,9 @@ func (h *Hooks) ClaimDone(ctx context.Context, info *executor.ClaimInfo) {
 // PollStart starts the poll's span. Its attributes are set when it ends,
 // all at once, which costs the SDK one allocation rather than two.
 func (h *Hooks) PollStart(ctx context.Context, info *executor.PollInfo) context.Context {
+	if info.TakenOver {
+		h.takenOver.Add(ctx, 1, h.attr(info.Type, "", ""))
+	}
 	ctx, _ = h.tracer.Start(ctx, h.spanName(info.Type), newRoot, consumer)
 	return ctx
 }
@@ -233,7 +236,6 @@ func (h *Hooks) PollDone(ctx context.Context, info *executor.PollInfo, res *exec
 		switch {
 		case errors.Is(res.Err, executor.ErrClaimLost):
 			cause = "taken_over"
-			h.takenOver.Add(ctx, 1, h.attr(typ, "", ""))
 		case errors.Is(res.Err, executor.ErrRenewTimeout):
 			cause = "expired"
 		}
