@@ -41,7 +41,7 @@ func requireFailedOnce(t *testing.T, db tasks.DB, id tasks.ID, want string) *tas
 	require.NoError(t, err)
 	require.Equal(t, 1, task.Failures)
 	require.Contains(t, task.LastError, want)
-	require.Equal(t, tasks.Sleeping, task.Status, "backed off, claim released")
+	require.Equal(t, tasks.Retrying, task.Status, "backed off, claim released")
 	require.True(t, task.Heartbeat.IsZero())
 	return task
 }

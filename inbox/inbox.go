@@ -40,6 +40,9 @@ func New[M any](task tasks.ID, raw [][]byte) (*Inbox[M], error) {
 			return nil, &DecodeError{Task: task, Position: i, Err: err}
 		}
 		m := Message[M]{From: env.From, Done: env.Done, Err: env.Err}
+		if env.At != nil {
+			m.SentAt = *env.At
+		}
 		if len(env.Body) > 0 && string(env.Body) != "null" {
 			if err := json.Unmarshal(env.Body, &m.Body); err != nil {
 				return nil, &DecodeError{Task: task, Position: i, Err: err}

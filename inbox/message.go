@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/corotask/corotask/tasks"
 )
@@ -19,13 +20,18 @@ type Message[M any] struct {
 	// Err is set in a completion message when the child failed (its last
 	// error) or was canceled ("canceled").
 	Err string
+	// SentAt is when the message was sent (the database's clock); zero for a
+	// message stored before envelopes carried it.
+	SentAt time.Time
 }
 
 // Envelope is a message as stored in an inbox column: the JSON object
-// {"from": <task id or null>, "body": <json>, "done": true, "err": "..."}.
+// {"from": <task id or null>, "body": <json>, "done": true, "err": "...",
+// "at": <when it was sent>}.
 type Envelope struct {
 	From tasks.ID        `json:"from"`
 	Body json.RawMessage `json:"body"`
 	Done bool            `json:"done,omitempty"`
 	Err  string          `json:"err,omitempty"`
+	At   *time.Time      `json:"at,omitempty"`
 }

@@ -9,13 +9,25 @@ type Status string
 const (
 	// Ready: wake_at has passed and no executor holds the task; the next claim may take it.
 	Ready Status = "ready"
-	// Sleeping: wake_at is in the future.
+	// Unserved: ready, but no live executor serves its type (see
+	// Executors): nothing will poll it until one that does starts. Only
+	// reported once executors have registered in the database: where none
+	// has, ready tasks are Ready.
+	Unserved Status = "unserved"
+	// Sleeping: wake_at is in the future, as the task's last poll asked.
 	Sleeping Status = "sleeping"
+	// Retrying: the task's last poll failed (Failures > 0) and it waits out
+	// the backoff until WakeAt.
+	Retrying Status = "retrying"
 	// Suspended: no wake_at; the task waits for a message.
 	Suspended Status = "suspended"
 	// Running: an executor holds a claim on the task (its claim is set; not
 	// running is exactly "claim IS NULL", and then Heartbeat is zero).
 	Running Status = "running"
+	// Stale: an executor holds a claim on the task, but the claim has
+	// expired: that executor died or stalled, and another will take the
+	// task over.
+	Stale Status = "stale"
 	// Done: the poller returned Done or DoneWith.
 	Done Status = "done"
 	// Failed: the task failed more times in a row than its type allows.
@@ -25,7 +37,7 @@ const (
 )
 
 // Statuses lists every status, in the order of a task's life.
-var Statuses = []Status{Ready, Sleeping, Suspended, Running, Done, Failed, Canceled}
+var Statuses = []Status{Ready, Unserved, Sleeping, Retrying, Suspended, Running, Stale, Done, Failed, Canceled}
 
 // Ended reports whether s is a final status: done, failed or canceled.
 func (s Status) Ended() bool { return s == Done || s == Failed || s == Canceled }

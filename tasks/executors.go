@@ -1,0 +1,55 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Executor is an executor registered in the database: each running
+// executor refreshes its record about every heartbeat interval, and deletes
+// it when it stops gracefully.
+type Executor struct {
+	ID          ID
+	Host        string
+	PID         int
+	Version     string // corotask's version in the executor's binary
+	Types       []Type // the task types it serves
+	Concurrency int
+	StartedAt   time.Time
+	LastSeen    time.Time
+	// ExpiresAt is when the record stops counting unless refreshed; past
+	// it, the executor is Stale: it died or stalled (its record is deleted
+	// an hour later).
+	ExpiresAt time.Time
+	Stale     bool
+	// Claims is how many tasks it holds a claim on now.
+	Claims int
+}
+
+// Executors returns the registered executors, the oldest first.
+func Executors(ctx context.Context, db DB) ([]Executor, error) {
+	rows, err := db.Query(ctx, `SELECT e.executor_id, e.host, e.pid, e.version, e.task_types, e.concurrency,
+		       e.started_at, e.last_seen, e.expires_at, e.expires_at <= now(),
+		       (SELECT count(*) FROM corotask.tasks t WHERE t.claim IS NOT NULL AND t.claimed_by = e.executor_id)
+		FROM corotask.executors e ORDER BY e.started_at, e.executor_id`)
+	if err != nil {
+		return nil, fmt.Errorf("list executors: %w", TranslateError(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Executor, error) {
+		var x Executor
+		var types []string
+		err := r.Scan(&x.ID, &x.Host, &x.PID, &x.Version, &types, &x.Concurrency, &x.StartedAt, &x.LastSeen,
+			&x.ExpiresAt, &x.Stale, &x.Claims)
+		for _, t := range types {
+			x.Types = append(x.Types, Type(t))
+		}
+		return x, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list executors: %w", TranslateError(err))
+	}
+	return out, nil
+}
