@@ -36,7 +36,7 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 	cfg.Retention = o.Retention
 	cfg.RetentionInterval = time.Second
 	grp, err := r.startExecutors(ctx, 1, o.Workers, cfg, func(e *executor.Executor) {
-		executor.Register(e, oneshotType, oneshotPoller(&first, &polls))
+		executor.Register(e, oneshotType, oneshotPoller(&first, &polls), r.typeOptions()...)
 	})
 	if err != nil {
 		return err
