@@ -19,6 +19,16 @@ var (
 	// ErrTooLarge: a message or state is larger than the database accepts
 	// (MaxMessageBytes for a message body).
 	ErrTooLarge = errors.New("message too large")
+	// ErrRunning: an executor holds the task (its poll is running, or its
+	// claim expired and waits to be taken over), so an operator action
+	// that would race the poll is refused; try again once it has ended.
+	ErrRunning = errors.New("task is running")
+	// ErrWrongStatus: the task's status does not allow the operator action
+	// (Retry a task that is not waiting, Restart one that has not failed);
+	// the error says which status it has.
+	ErrWrongStatus = errors.New("task status does not allow this")
+	// ErrNoMessage: DropMessage named a position the task's inbox does not have.
+	ErrNoMessage = errors.New("no such message")
 )
 
 // MaxMessageBytes is the largest message body send_to_task accepts, measured
@@ -30,6 +40,9 @@ const (
 	codeNotFound  = "CT404"
 	codeEnded     = "CT410"
 	codeTooLarge  = "CT413"
+	codeRunning   = "CT409"
+	codeStatus    = "CT422"
+	codeNoMessage = "CT416"
 	codeUniqueKey = "23505"
 )
 
@@ -49,6 +62,12 @@ func TranslateError(err error) error {
 		sentinel = ErrNotFound
 	case codeEnded:
 		sentinel = ErrEnded
+	case codeRunning:
+		sentinel = ErrRunning
+	case codeStatus:
+		sentinel = ErrWrongStatus
+	case codeNoMessage:
+		sentinel = ErrNoMessage
 	case codeTooLarge:
 		return fmt.Errorf("%w: %s bytes, limit %d", ErrTooLarge, pgErr.Detail, MaxMessageBytes)
 	case codeUniqueKey:
@@ -67,6 +86,10 @@ func TranslateError(err error) error {
 	what := uuid
 	if id, err := ParseID(uuid); err == nil {
 		what = id.String()
+	}
+	if pgErr.Hint != "" {
+		// Why the action was refused: "it is sleeping: ...".
+		what += ": " + pgErr.Hint
 	}
 	if role == "parent" {
 		return fmt.Errorf("parent %w: %s", sentinel, what)

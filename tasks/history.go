@@ -63,6 +63,8 @@ type HistoryEntry struct {
 	// WakeAt is when the task wanted its next poll afterwards (nil:
 	// suspended or ended).
 	WakeAt *time.Time
+	// Message is the envelope an operator dropped from the inbox (DropMessage).
+	Message json.RawMessage
 }
 
 // HistoryOptions selects the entries History returns.
@@ -94,7 +96,7 @@ func History(ctx context.Context, db DB, id ID, opts HistoryOptions) ([]HistoryE
 		SELECT task_id, attempt, outcome, coalesce(action, ''), executor_id, coalesce(actor, ''),
 		       claimed_at, finished_at, coalesce(error, ''), coalesce(stack, ''),
 		       coalesce(popped, 0), coalesce(spawned, 0), coalesce(sent, 0), coalesce(state_bytes, 0),
-		       state, wake_at
+		       state, wake_at, message
 		FROM corotask.history WHERE task_id = $1
 		ORDER BY attempt DESC LIMIT $2) h
 		ORDER BY attempt`, id, limit)
@@ -105,7 +107,7 @@ func History(ctx context.Context, db DB, id ID, opts HistoryOptions) ([]HistoryE
 		var h HistoryEntry
 		var outcome string
 		err := r.Scan(&h.Task, &h.Attempt, &outcome, &h.Action, &h.Executor, &h.Actor, &h.ClaimedAt, &h.FinishedAt,
-			&h.Error, &h.Stack, &h.Popped, &h.Spawned, &h.Sent, &h.StateBytes, &h.State, &h.WakeAt)
+			&h.Error, &h.Stack, &h.Popped, &h.Spawned, &h.Sent, &h.StateBytes, &h.State, &h.WakeAt, &h.Message)
 		h.Outcome = Outcome(outcome)
 		return h, err
 	})

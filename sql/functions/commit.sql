@@ -118,6 +118,7 @@ BEGIN
             DELETE FROM corotask.history h USING committed c
             WHERE c.history > 0 AND c.attempts > p_keep_first + p_keep_last AND h.task_id = c.task_id
               AND h.attempt > p_keep_first AND h.attempt <= c.attempts - p_keep_last
+              AND h.outcome <> 'operator'
         )
         SELECT task_id, parent_id, ended, result, effects, i FROM committed ORDER BY i
     LOOP

@@ -4,13 +4,15 @@
 -- that changes the task; these are the pieces they share.
 
 -- trim_history keeps a task's first p_keep_first attempts and its last
--- p_keep_last up to p_attempt (the one just recorded), and deletes those in
--- between: a range of the primary key, usually one row or none.
+-- p_keep_last up to p_attempt (the one just recorded), and deletes the polls
+-- in between: a range of the primary key, usually one row or none. Operator
+-- actions are kept.
 CREATE OR REPLACE FUNCTION corotask.trim_history(p_task uuid, p_attempt integer, p_keep_first integer, p_keep_last integer)
 RETURNS void
 LANGUAGE sql SET search_path = '' AS $$
     DELETE FROM corotask.history h
     WHERE h.task_id = p_task AND h.attempt > p_keep_first AND h.attempt <= p_attempt - p_keep_last
+      AND h.outcome <> 'operator'
 $$;
 
 -- record_lost records a poll whose claim was lost before it could commit or

@@ -15,8 +15,9 @@ ALTER TABLE corotask.tasks
 
 -- One row per attempt that ended: a poll (committed, failed, panicked, its
 -- claim lost, canceled, taken over, released) or an operator action. Rows are
--- deleted with their task, and capped per task: the first and the last few
--- attempts are kept (see the executor's Config.HistoryKeepFirst/Last).
+-- deleted with their task, and the polls' rows are capped per task: the first
+-- and the last few attempts are kept (see the executor's
+-- Config.HistoryKeepFirst/Last); operator actions are always kept.
 CREATE TABLE corotask.history (
     task_id     uuid        NOT NULL,
     attempt     integer     NOT NULL,
@@ -44,6 +45,8 @@ CREATE TABLE corotask.history (
     state       jsonb,
     -- When the task wants its next poll afterwards (NULL: suspended or ended).
     wake_at     timestamptz,
+    -- The message an operator dropped from the inbox (drop_message), kept here.
+    message     jsonb,
     PRIMARY KEY (task_id, attempt)
 );
 
