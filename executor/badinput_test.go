@@ -391,13 +391,14 @@ func TestTaskTypeNoExecutorRegistered(t *testing.T) {
 	stop()
 	require.NoError(t, <-done)
 
-	// The orphan waits, untouched, and listing shows it as ready.
-	ready, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.Ready})
+	// The orphan waits, untouched, and listing shows it as unserved: no
+	// executor serves its type.
+	ready, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.Unserved})
 	require.NoError(t, err)
 	require.Len(t, ready, 1)
 	require.Equal(t, orphan, ready[0].ID)
 	require.Equal(t, tasks.Type("nobody.home"), ready[0].Type)
-	require.Equal(t, tasks.Ready, ready[0].Status)
+	require.Equal(t, tasks.Unserved, ready[0].Status)
 	require.Zero(t, ready[0].Failures)
 	require.Empty(t, ready[0].LastError)
 	require.True(t, ready[0].Heartbeat.IsZero())

@@ -503,7 +503,7 @@ func TestShutdownReleasesClaims(t *testing.T) {
 	for _, id := range ids {
 		task, err := tasks.Get(ctx, db, id)
 		require.NoError(t, err)
-		require.Equal(t, tasks.Ready, task.Status, "released, not left to go stale")
+		require.Equal(t, tasks.Unserved, task.Status, "released, not left to go stale; its executor stopped")
 		require.Zero(t, task.Failures, "a release is not a failure")
 	}
 

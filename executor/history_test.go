@@ -421,8 +421,15 @@ func TestExecutorRegistration(t *testing.T) {
 	close(release)
 	waitStatus(t, db, id, tasks.Done)
 	stop()
-	_, ok := findExecutor(t, db, e.ID())
-	require.False(t, ok, "deleted on a graceful stop")
+	x, ok := findExecutor(t, db, e.ID())
+	require.True(t, ok, "kept, so that histories name it")
+	require.NotNil(t, x.StoppedAt, "marked stopped on a graceful stop")
+	require.False(t, x.Stale)
+	later, err := tasks.Create(ctx, db, tasks.Spec{Type: "a.job"})
+	require.NoError(t, err)
+	task, err = tasks.Get(ctx, db, later)
+	require.NoError(t, err)
+	require.Equal(t, tasks.Unserved, task.Status, "no executor serves it any more")
 }
 
 // insertExecutor registers an executor the way a running one does, alive

@@ -19,7 +19,8 @@ const module = "github.com/corotask/corotask"
 const executorTTL = 3
 
 // ID returns the executor's ID: the claims it holds record it in
-// corotask.tasks.claimed_by, and, while it runs, corotask.executors has its
+// corotask.tasks.claimed_by and the history of the tasks it polls in
+// corotask.history.executor_id; once it runs, corotask.executors has its
 // row under it.
 func (e *Executor) ID() tasks.ID { return e.id }
 
@@ -32,8 +33,14 @@ func (e *Executor) seen(ctx context.Context) error {
 		names[i] = string(t)
 	}
 	slices.Sort(names)
-	_, err := e.pool.Exec(ctx, `SELECT corotask.executor_seen($1, $2, $3, $4, $5, $6, $7)`,
-		e.id, host, os.Getpid(), moduleVersion(), names, e.cfg.Concurrency, executorTTL*e.cfg.HeartbeatTimeout)
+	// Registrations are kept as long as ended tasks, whose history names
+	// their executors.
+	var keep *time.Duration
+	if e.cfg.Retention >= 0 {
+		keep = &e.cfg.Retention
+	}
+	_, err := e.pool.Exec(ctx, `SELECT corotask.executor_seen($1, $2, $3, $4, $5, $6, $7, $8)`,
+		e.id, host, os.Getpid(), moduleVersion(), names, e.cfg.Concurrency, executorTTL*e.cfg.HeartbeatTimeout, keep)
 	return tasks.TranslateError(err)
 }
 
@@ -54,11 +61,12 @@ func (e *Executor) announce(ctx context.Context) {
 	}
 }
 
-// deregister deletes the executor's row, at the end of a graceful stop.
+// deregister marks the executor's row stopped, at the end of a graceful
+// stop: its types are no longer served by it. The row stays (see seen).
 func (e *Executor) deregister() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := e.pool.Exec(ctx, `DELETE FROM corotask.executors WHERE executor_id = $1`, e.id); err != nil {
+	if _, err := e.pool.Exec(ctx, `SELECT corotask.executor_stopped($1)`, e.id); err != nil {
 		e.log.Warn("corotask: remove this executor's registration", "error", tasks.TranslateError(err))
 	}
 }

@@ -10,9 +10,10 @@ const (
 	// Ready: wake_at has passed and no executor holds the task; the next claim may take it.
 	Ready Status = "ready"
 	// Unserved: ready, but no live executor serves its type (see
-	// Executors): nothing will poll it until one that does starts. Only
-	// reported once executors have registered in the database: where none
-	// has, ready tasks are Ready.
+	// Executors): those that did stopped or died, or none serves it; nothing
+	// will poll it until one that does starts. Only reported once executors
+	// have registered in the database: where none has (tasks polled only
+	// through PollOnce), ready tasks are Ready.
 	Unserved Status = "unserved"
 	// Sleeping: wake_at is in the future, as the task's last poll asked.
 	Sleeping Status = "sleeping"

@@ -27,9 +27,9 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS 'SELECT 1048576';
 -- expired (its executor died or stalled: another executor will take it
 -- over). A task waiting out the backoff of a failed poll is 'retrying', not
 -- 'sleeping'. A ready task is 'unserved' when executors have registered in
--- corotask.executors and no live one serves its type; in a database where
--- none has (every executor stopped gracefully, or tasks are only polled
--- through PollOnce) it stays 'ready'.
+-- corotask.executors and no live one serves its type (they stopped, died,
+-- or serve other types); in a database where none has registered (tasks
+-- polled only through PollOnce) it stays 'ready'.
 CREATE OR REPLACE FUNCTION corotask.status(t corotask.tasks) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT CASE

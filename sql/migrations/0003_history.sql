@@ -54,8 +54,11 @@ COMMENT ON TABLE corotask.history IS
 'One row per poll that ended and per operator action, per task; deleted with the task, capped to the first and last attempts.';
 
 -- Executors register themselves while they run: one row each, refreshed
--- about every heartbeat interval, deleted on a graceful stop. A row whose
--- expires_at has passed belongs to an executor that died or stalled.
+-- about every heartbeat interval, marked stopped (stopped_at, expires_at
+-- now) on a graceful stop. A row whose expires_at has passed with no
+-- stopped_at belongs to an executor that died or stalled. Rows stay for the
+-- executors' retention, so that a task's history can name the host and
+-- process of executors that have since stopped.
 CREATE TABLE corotask.executors (
     executor_id uuid        PRIMARY KEY,
     host        text        NOT NULL,
@@ -65,11 +68,12 @@ CREATE TABLE corotask.executors (
     concurrency integer     NOT NULL,
     started_at  timestamptz NOT NULL DEFAULT now(),
     last_seen   timestamptz NOT NULL DEFAULT now(),
-    expires_at  timestamptz NOT NULL
+    expires_at  timestamptz NOT NULL,
+    stopped_at  timestamptz
 );
 
 COMMENT ON TABLE corotask.executors IS
-'Executors serving tasks: refreshed while they run, deleted when they stop; expired ones (expires_at past) died or stalled.';
+'Executors serving tasks: refreshed while they run, marked stopped when they stop; expired ones (expires_at past, not stopped) died or stalled.';
 
 -- Gain history arguments; replaced by sql/functions/commit.sql and failure.sql.
 DROP FUNCTION corotask.commit_polls(uuid[], uuid[], jsonb[], integer[], text[], float8[], timestamptz[], jsonb[], jsonb[]);
