@@ -517,3 +517,32 @@ func TestMessagesSayWhenTheyWereSent(t *testing.T) {
 	}
 	require.False(t, sent[1].Before(sent[0]))
 }
+
+// With the server's autovacuum off, the executor vacuums the history too:
+// retention and the cap delete its rows all the time.
+func TestVacuumIfNeededVacuumsHistory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	e := executor.New(db, fastConfig())
+	var autovacuum string
+	require.NoError(t, db.QueryRow(ctx, "SHOW autovacuum").Scan(&autovacuum))
+	_, err := db.Exec(ctx, `INSERT INTO corotask.history (task_id, attempt, outcome)
+		SELECT gen_random_uuid(), 1, 'committed' FROM generate_series(1, 3000)`)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `DELETE FROM corotask.history`)
+	require.NoError(t, err)
+	dead := func() int {
+		var n int
+		_, _ = db.Exec(ctx, "SELECT pg_stat_force_next_flush()")
+		require.NoError(t, db.QueryRow(ctx, "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = 'corotask.history'::regclass").Scan(&n))
+		return n
+	}
+	waitFor(t, "the dead rows in the statistics", func() bool { return dead() >= 3000 })
+	done, err := e.VacuumIfNeeded(ctx)
+	require.NoError(t, err)
+	require.Equal(t, autovacuum == "off", done, "vacuums only when autovacuum is off")
+	if done {
+		waitFor(t, "the vacuum in the statistics", func() bool { return dead() < 1000 })
+	}
+}

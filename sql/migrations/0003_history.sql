@@ -50,6 +50,14 @@ CREATE TABLE corotask.history (
     PRIMARY KEY (task_id, attempt)
 );
 
+-- Retention and the per-task cap delete rows all the time: vacuum early,
+-- as for corotask.tasks.
+ALTER TABLE corotask.history SET (
+    autovacuum_vacuum_scale_factor = 0.05,
+    autovacuum_vacuum_insert_scale_factor = 0.1,
+    autovacuum_analyze_scale_factor = 0.1
+);
+
 COMMENT ON TABLE corotask.history IS
 'One row per poll that ended and per operator action, per task; deleted with the task, capped to the first and last attempts.';
 
