@@ -42,7 +42,7 @@ func requireFailedOnce(t *testing.T, db tasks.DB, id tasks.ID, want string) *tas
 	require.NoError(t, err)
 	require.Equal(t, 1, task.Failures)
 	require.Contains(t, task.LastError, want)
-	require.Equal(t, tasks.StatusSleeping, task.Status, "backed off, claim released")
+	require.Equal(t, tasks.StatusRetrying, task.Status, "backed off, claim released")
 	require.True(t, task.Heartbeat.IsZero())
 	return task
 }
@@ -316,13 +316,14 @@ func TestTaskTypeNoExecutorRegistered(t *testing.T) {
 	stop()
 	require.NoError(t, <-done)
 
-	// The orphan waits, untouched, and listing shows it as ready.
-	ready, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.StatusReady})
+	// The orphan waits, untouched, and listing shows it as unserved: no
+	// executor serves its type.
+	ready, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.StatusUnserved})
 	require.NoError(t, err)
 	require.Len(t, ready, 1)
 	require.Equal(t, orphan, ready[0].ID)
 	require.Equal(t, tasks.Type("nobody.home"), ready[0].Type)
-	require.Equal(t, tasks.StatusReady, ready[0].Status)
+	require.Equal(t, tasks.StatusUnserved, ready[0].Status)
 	require.Zero(t, ready[0].Failures)
 	require.Empty(t, ready[0].LastError)
 	require.True(t, ready[0].Heartbeat.IsZero())

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,11 @@ func (e *Executor) settle(pctx context.Context, c *claimed, out *outcome, opts t
 	switch {
 	case errors.Is(cause, ErrClaimLost), errors.Is(cause, ErrRenewTimeout), errors.Is(cause, ErrCanceled):
 		e.log.Warn("corotask: poll's claim was lost; its outcome is discarded", "task", c.id, "type", c.typ, "cause", cause)
+		outcome := "claim_lost"
+		if errors.Is(cause, ErrCanceled) {
+			outcome = "canceled"
+		}
+		e.recordLost(ctx, c, outcome, cause.Error(), opts.history())
 	case errors.Is(cause, ErrShutdown):
 		if err := e.retry(pctx, c, func() error { return e.release(ctx, 0, c) }); err != nil {
 			e.log.Error("corotask: release claim", "task", c.id, "error", err)
@@ -34,7 +40,7 @@ func (e *Executor) settle(pctx context.Context, c *claimed, out *outcome, opts t
 	case out.err != nil:
 		e.fail(ctx, pctx, c, out.err, opts)
 	default:
-		err := e.commit(ctx, pctx, c, out)
+		err := e.commit(ctx, pctx, c, out, opts.history())
 		switch {
 		case err == nil:
 		case !transient(err):
@@ -55,20 +61,20 @@ var errOnCommit = errors.New("OnCommit")
 // commit writes a successful poll's outcome, fenced on its claim: through
 // the batch committer when it runs and the poll has no OnCommit work (many
 // polls then share one transaction), else in a transaction of its own.
-func (e *Executor) commit(ctx, pctx context.Context, c *claimed, out *outcome) error {
+func (e *Executor) commit(ctx, pctx context.Context, c *claimed, out *outcome, history int16) error {
 	if len(out.onCommit) == 0 {
-		if err, queued := e.queueCommit(ctx, c, out); queued && err == nil {
+		if err, queued := e.queueCommit(ctx, c, out, history); queued && err == nil {
 			return nil
 		}
 		// Not queued, or the batch failed: commit on its own, where an
 		// error concerns this poll alone.
 	}
-	return e.retry(pctx, c, func() error { return e.commitTx(ctx, c, out) })
+	return e.retry(pctx, c, func() error { return e.commitTx(ctx, c, out, history) })
 }
 
 // commitTx commits one poll in its own transaction, with its OnCommit work.
-func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome) error {
-	args, err := commitArgs([]*pendingCommit{{c: c, out: out}})
+func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome, history int16) error {
+	args, err := e.commitArgs([]*pendingCommit{{c: c, out: out, history: history}})
 	if err != nil {
 		return err
 	}
@@ -100,7 +106,7 @@ func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome) error
 	if err != nil {
 		return dberr.Translate(err)
 	}
-	e.logCommitted(c, out, ok)
+	e.logCommitted(ctx, c, out, ok, history)
 	return nil
 }
 
@@ -115,10 +121,14 @@ func runOnCommit(ctx context.Context, tx pgx.Tx, fn func(context.Context, pgx.Tx
 	return fn(ctx, tx)
 }
 
-func (e *Executor) logCommitted(c *claimed, out *outcome, ok bool) {
+// commitRefused is the history's error of a poll whose commit the fence refused.
+const commitRefused = "commit refused: the claim was lost (task canceled or taken by another executor)"
+
+func (e *Executor) logCommitted(ctx context.Context, c *claimed, out *outcome, ok bool, history int16) {
 	e.hooks.committed(c, ok)
 	if !ok {
-		e.log.Warn("corotask: commit refused: the claim was lost (task canceled or taken by another executor)", "task", c.id, "type", c.typ)
+		e.log.Warn("corotask: "+commitRefused, "task", c.id, "type", c.typ)
+		e.recordLost(ctx, c, "claim_lost", commitRefused, history)
 		return
 	}
 	if e.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -130,16 +140,19 @@ func (e *Executor) logCommitted(c *claimed, out *outcome, ok bool) {
 // fail records a failed poll: failures+1, last_error, backoff; or the end of
 // the task when it reached its type's MaxFailures.
 func (e *Executor) fail(ctx, pctx context.Context, c *claimed, pollErr error, opts typeOptions) {
-	delay := backoff(e.cfg.BackoffMin, e.cfg.BackoffMax, c.failures+1)
+	delay := backoff(cmp.Or(opts.backoffMin, e.cfg.BackoffMin), cmp.Or(opts.backoffMax, e.cfg.BackoffMax), c.failures+1)
 	attrs := []any{"task", c.id, "type", c.typ, "failures", c.failures + 1, "error", pollErr}
+	outcome, stack := "failed", ""
 	var p *PanicError
 	if errors.As(pollErr, &p) {
 		attrs = append(attrs, "stack", string(p.Stack))
+		outcome, stack = "panicked", storableText(string(p.Stack))
 	}
 	var lost, ended bool
 	err := e.retry(pctx, c, func() error {
-		return e.pool.QueryRow(ctx, `SELECT claim_lost, ended FROM corotask.fail_poll($1, $2, $3, $4, $5)`,
-			c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, storableText(pollErr.Error()), delay, opts.maxFailures).Scan(&lost, &ended)
+		return e.pool.QueryRow(ctx, `SELECT claim_lost, ended FROM corotask.fail_poll($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, storableText(pollErr.Error()), delay, opts.maxFailures,
+			outcome, stack, opts.history(), e.cfg.HistoryKeepFirst, e.cfg.HistoryKeepLast).Scan(&lost, &ended)
 	})
 	e.hooks.failed(c, pollErr, lost, ended, err)
 	switch {
@@ -151,6 +164,19 @@ func (e *Executor) fail(ctx, pctx context.Context, c *claimed, pollErr error, op
 		e.log.Error("corotask: task failed for good after too many failures", attrs...)
 	default:
 		e.log.Warn("corotask: poll failed; retrying later", append(attrs, "retry_in", delay)...)
+	}
+}
+
+// recordLost records, in the task's history, a poll whose claim was lost
+// (or whose task was canceled) before it could commit. The claim is gone, so
+// this is best effort: one try, logged when it fails.
+func (e *Executor) recordLost(ctx context.Context, c *claimed, outcome, reason string, history int16) {
+	if history == 0 {
+		return
+	}
+	if _, err := e.pool.Exec(ctx, `SELECT corotask.record_lost($1, $2, $3, $4, $5, $6)`,
+		c.id, c.attempt, outcome, e.id, c.claimedAt, storableText(reason)); err != nil {
+		e.log.Warn("corotask: record lost claim in history", "task", c.id, "error", dberr.Translate(err))
 	}
 }
 

@@ -39,6 +39,7 @@ var (
 // Register, then call Run. Any number of executors, in any number of
 // processes, may work on one database.
 type Executor struct {
+	id     tasks.ID // see ID
 	pool   *pgxpool.Pool
 	cfg    Config
 	log    *slog.Logger
@@ -85,6 +86,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Executor {
 	cancel()
 	cfg = cfg.withDefaults()
 	return &Executor{
+		id:     tasks.NewID(),
 		pool:   pool,
 		cfg:    cfg,
 		cfgErr: cfg.validate(),
@@ -159,6 +161,12 @@ func (e *Executor) Run(ctx context.Context) error {
 			"heartbeat_interval", e.cfg.HeartbeatInterval, "heartbeat_timeout", e.cfg.HeartbeatTimeout)
 	}
 
+	// Registered before the first claim, so that the tasks it serves are
+	// not reported unserved; a failure is retried at the next refresh.
+	if err := e.seen(ctx); err != nil {
+		e.log.Warn("corotask: register this executor", "error", err)
+	}
+
 	// Polls and background loops outlive ctx: they are stopped by the
 	// shutdown sequence below, not by ctx itself.
 	pollBase, stopPolls := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -169,6 +177,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		go func() { defer loops.Done(); f(bg) }()
 	}
 	goLoop(func(ctx context.Context) { _ = e.keeper.Run(ctx) })
+	goLoop(e.announce)
 	committing, stopCommitting := context.WithCancel(bg)
 	e.mu.Lock()
 	e.committing = committing
@@ -212,6 +221,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	stopCommitting()
 	stopBg()
 	loops.Wait()
+	e.deregister()
 	e.mu.Lock()
 	e.running = false
 	e.mu.Unlock()

@@ -299,7 +299,8 @@ func TestCommitWithStaleClaimChangesNothing(t *testing.T) {
 	child := tasks.NewID()
 	rows, err := db.Query(ctx, `SELECT corotask.commit_polls(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['"A"'::jsonb], ARRAY[1], ARRAY['done'],
 		ARRAY[NULL::float8], ARRAY[NULL::timestamptz], ARRAY['"A"'::jsonb],
-		ARRAY[jsonb_build_object('spawn', jsonb_build_array(jsonb_build_object('id', $3::uuid, 'type', 'kid')))])`, id, first, child)
+		ARRAY[jsonb_build_object('spawn', jsonb_build_array(jsonb_build_object('id', $3::uuid, 'type', 'kid')))],
+		ARRAY[1::smallint], 20, 100)`, id, first, child)
 	require.NoError(t, err)
 	require.False(t, rows.Next(), "nothing committed")
 	rows.Close()
@@ -313,7 +314,7 @@ func TestCommitWithStaleClaimChangesNothing(t *testing.T) {
 	require.ErrorIs(t, err, tasks.ErrNotFound)
 
 	var lost, ended bool
-	require.NoError(t, db.QueryRow(ctx, `SELECT claim_lost, ended FROM corotask.fail_poll($1, $2::uuid, 'x', '1s', 0)`, id, first).Scan(&lost, &ended))
+	require.NoError(t, db.QueryRow(ctx, `SELECT claim_lost, ended FROM corotask.fail_poll($1, $2::uuid, 'x', '1s', 0, 'failed', '', 1::smallint, 20, 100)`, id, first).Scan(&lost, &ended))
 	require.True(t, lost)
 	task, err = tasks.Get(ctx, db, id)
 	require.NoError(t, err)
@@ -359,7 +360,7 @@ func TestErrorAndPanicBackOffAndKeepStateAndMessages(t *testing.T) {
 			}
 			task, err := tasks.Get(ctx, db, id)
 			require.NoError(t, err)
-			require.Equal(t, tasks.StatusSleeping, task.Status)
+			require.Equal(t, tasks.StatusRetrying, task.Status)
 			require.JSONEq(t, `{"Count":1}`, string(task.State))
 			require.Equal(t, 1, task.InboxLen, "the popped message is still there")
 			require.Equal(t, 1, task.Failures)
@@ -500,7 +501,7 @@ func TestShutdownReleasesClaims(t *testing.T) {
 	for _, id := range ids {
 		task, err := tasks.Get(ctx, db, id)
 		require.NoError(t, err)
-		require.Equal(t, tasks.StatusReady, task.Status, "released, not left to go stale")
+		require.Equal(t, tasks.StatusUnserved, task.Status, "released, not left to go stale; its executor stopped")
 		require.Zero(t, task.Failures, "a release is not a failure")
 	}
 

@@ -20,7 +20,43 @@ type Option func(*typeOptions)
 type typeOptions struct {
 	maxFailures int
 	concurrency int
+	// backoffMin and backoffMax override Config.BackoffMin/Max when set.
+	backoffMin, backoffMax time.Duration
+	noHistory              bool
+	snapshots              bool
 }
+
+// history is how the type's polls are recorded in corotask.history: 0 not
+// at all, 1 a row per poll, 2 a row with the state.
+func (o typeOptions) history() int16 {
+	switch {
+	case o.noHistory:
+		return 0
+	case o.snapshots:
+		return 2
+	}
+	return 1
+}
+
+// Backoff bounds the delay before a failed task of the type is polled
+// again, overriding Config.BackoffMin and BackoffMax: minDelay doubled for
+// each consecutive failure, capped at maxDelay, with jitter. Neither may be
+// negative, and minDelay must not exceed maxDelay.
+func Backoff(minDelay, maxDelay time.Duration) Option {
+	return func(o *typeOptions) { o.backoffMin, o.backoffMax = minDelay, maxDelay }
+}
+
+// History turns the recording of the type's polls in corotask.history on
+// (the default) or off. Turn it off for high-volume types whose tasks end at
+// their first poll, where a row per poll costs more than it tells. Operator
+// actions, takeovers of expired claims and released claims are recorded
+// either way.
+func History(on bool) Option { return func(o *typeOptions) { o.noHistory = !on } }
+
+// SnapshotState keeps the task's state, as each poll left it, in the poll's
+// history row (off by default): the inputs to replay a poller against in a
+// test, at the cost of a copy of the state per recorded poll.
+func SnapshotState(on bool) Option { return func(o *typeOptions) { o.snapshots = on } }
 
 // MaxFailures ends a task as failed (and tells its parent) after n
 // consecutive failed polls. The default, 0, retries for ever with backoff.
@@ -60,6 +96,9 @@ func RegisterSafely[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts 
 	if o.maxFailures < 0 || o.concurrency < 0 {
 		return Handle[S, M]{}, fmt.Errorf("register %s: MaxFailures and MaxConcurrency must not be negative", typ)
 	}
+	if o.backoffMin < 0 || o.backoffMax < 0 || o.backoffMin > o.backoffMax {
+		return Handle[S, M]{}, fmt.Errorf("register %s: Backoff(%s, %s): min and max must not be negative, and min must not exceed max", typ, o.backoffMin, o.backoffMax)
+	}
 	if err := e.register(typ, &typed[S, M]{p: p, opts: o}); err != nil {
 		return Handle[S, M]{}, err
 	}
@@ -81,6 +120,7 @@ type claimed struct {
 	inbox    [][]byte
 	claim    [16]byte
 	failures int
+	attempt  int // the task's attempt number this claim holds
 	// claimedAt is the local time just before the claim was sent: the
 	// heartbeat keeper counts the claim's age from it.
 	claimedAt time.Time

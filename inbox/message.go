@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/corotask/corotask/tasks"
 )
@@ -35,4 +36,7 @@ type Message[M any] struct {
 	// whole stored entry when even the envelope is not one. Nil for a
 	// message that decoded.
 	Raw json.RawMessage
+	// SentAt is when the message was sent (the database's clock); zero for a
+	// message stored before envelopes carried it.
+	SentAt time.Time
 }

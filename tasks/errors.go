@@ -5,7 +5,8 @@ import "github.com/corotask/corotask/internal/dberr"
 // Errors of corotask's own conditions. Every error corotask returns for one of
 // them wraps both the sentinel (errors.Is) and, when the database raised it,
 // the *pgconn.PgError (errors.As), whose Code is a corotask SQLSTATE: CT404,
-// CT410, CT413, or 23505 for ErrExists.
+// CT410, CT413, CT409 (running), CT422 (wrong status), CT416 (no message), or
+// 23505 for ErrExists.
 var (
 	// ErrNotFound: the task (or the parent named in a Spec) does not exist.
 	ErrNotFound = dberr.NotFound
@@ -17,6 +18,16 @@ var (
 	// ErrTooLarge: a message or state is larger than the database accepts
 	// (MaxMessageBytes for a message body).
 	ErrTooLarge = dberr.TooLarge
+	// ErrRunning: an executor holds the task (its poll is running, or its
+	// claim expired and waits to be taken over), so an operator action
+	// that would race the poll is refused; try again once it has ended.
+	ErrRunning = dberr.Running
+	// ErrWrongStatus: the task's status does not allow the operator action
+	// (Retry a task that is not waiting, Restart one that has not failed);
+	// the error says which status it has.
+	ErrWrongStatus = dberr.WrongStatus
+	// ErrNoMessage: DropMessage named a position the task's inbox does not have.
+	ErrNoMessage = dberr.NoMessage
 )
 
 // MaxMessageBytes is the largest message body send_to_task accepts, measured

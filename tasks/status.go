@@ -9,13 +9,26 @@ type Status string
 const (
 	// StatusReady: wake_at has passed and no executor holds the task; the next claim may take it.
 	StatusReady Status = "ready"
-	// StatusSleeping: wake_at is in the future.
+	// StatusUnserved: ready, but no live executor serves its type (see
+	// Executors): those that did stopped or died, or none serves it; nothing
+	// will poll it until one that does starts. Only reported once executors
+	// have registered in the database: where none has (tasks polled only
+	// through PollOnce), ready tasks are StatusReady.
+	StatusUnserved Status = "unserved"
+	// StatusSleeping: wake_at is in the future, as the task's last poll asked.
 	StatusSleeping Status = "sleeping"
+	// StatusRetrying: the task's last poll failed (Failures > 0) and it waits out
+	// the backoff until WakeAt.
+	StatusRetrying Status = "retrying"
 	// StatusSuspended: no wake_at; the task waits for a message.
 	StatusSuspended Status = "suspended"
 	// StatusRunning: an executor holds a claim on the task (its claim is set; not
 	// running is exactly "claim IS NULL", and then Heartbeat is zero).
 	StatusRunning Status = "running"
+	// StatusStale: an executor holds a claim on the task, but the claim has
+	// expired: that executor died or stalled, and another will take the
+	// task over.
+	StatusStale Status = "stale"
 	// StatusDone: the poller returned Done or DoneWith.
 	StatusDone Status = "done"
 	// StatusFailed: the task failed more times in a row than its type allows.
@@ -25,7 +38,7 @@ const (
 )
 
 // Statuses lists every status, in the order of a task's life.
-var Statuses = []Status{StatusReady, StatusSleeping, StatusSuspended, StatusRunning, StatusDone, StatusFailed, StatusCanceled}
+var Statuses = []Status{StatusReady, StatusUnserved, StatusSleeping, StatusRetrying, StatusSuspended, StatusRunning, StatusStale, StatusDone, StatusFailed, StatusCanceled}
 
 // Ended reports whether s is a final status: done, failed or canceled.
 func (s Status) Ended() bool { return s == StatusDone || s == StatusFailed || s == StatusCanceled }

@@ -127,7 +127,8 @@ func explain(err error) error {
 // task ("task has ended: 01J..."), without the operation around it, which the
 // command's name already says. Other errors are returned as they are.
 func taskError(err error) error {
-	sentinels := []error{tasks.ErrNotFound, tasks.ErrEnded, tasks.ErrExists, tasks.ErrTooLarge}
+	sentinels := []error{tasks.ErrNotFound, tasks.ErrEnded, tasks.ErrExists, tasks.ErrTooLarge,
+		tasks.ErrRunning, tasks.ErrWrongStatus, tasks.ErrNoMessage}
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		inner := []error{errors.Unwrap(e)}
 		if m, ok := e.(interface{ Unwrap() []error }); ok {

@@ -174,6 +174,33 @@ func TestRejected(t *testing.T) {
 	require.True(t, strings.HasSuffix(out, fmt.Sprintf("\norder %s rejected (after 0 reminders): too expensive", id)), out)
 }
 
+// With -strict, a message that is not a decision fails every poll until it
+// is dropped; then a decision ends the order.
+func TestStrictPoisonMessage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	s := start(t, config{DatabaseURL: url, Item: "a lamp", Timeout: time.Hour, Remind: time.Hour, Strict: true})
+	id := s.order(t)
+	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, json.RawMessage(`{"approve":"yes"}`)))
+	require.Eventually(t, func() bool {
+		task, err := tasks.Get(ctx, db, id)
+		require.NoError(t, err)
+		return task.Status == tasks.StatusRetrying
+	}, 30*time.Second, 10*time.Millisecond)
+	task, err := tasks.Get(ctx, db, id)
+	require.NoError(t, err)
+	require.Contains(t, task.LastError, `message {"approve": "yes"} is not a decision`)
+
+	_, err = tasks.DropMessage(ctx, db, id, 1)
+	require.NoError(t, err)
+	require.NoError(t, tasks.ResetFailures(ctx, db, id))
+	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, json.RawMessage(`{"approve":true}`)))
+	s.wait(t)
+	require.Equal(t, "approved", result(t, db, id).Status)
+}
+
 func TestTimedOut(t *testing.T) {
 	t.Parallel()
 	url := testdb.URL(t)

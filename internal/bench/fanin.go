@@ -82,8 +82,8 @@ func runFanin(ctx context.Context, r *runner, res *Result) error {
 		return executor.DoneWith(t.State), nil
 	})
 	grp, err := r.startExecutors(ctx, 1, o.Workers, r.executorConfig(0), func(e *executor.Executor) {
-		executor.Register(e, faninParentType, parent)
-		executor.Register(e, faninChildType, child)
+		executor.Register(e, faninParentType, parent, r.typeOptions()...)
+		executor.Register(e, faninChildType, child, r.typeOptions()...)
 	})
 	if err != nil {
 		return err

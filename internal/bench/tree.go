@@ -126,7 +126,7 @@ func runTree(ctx context.Context, r *runner, res *Result) error {
 	defer db.Close()
 	var polls atomic.Int64
 	grp, err := r.startExecutors(ctx, 1, o.Workers, r.executorConfig(0), func(e *executor.Executor) {
-		executor.Register(e, treeType, treePoller(&polls))
+		executor.Register(e, treeType, treePoller(&polls), r.typeOptions()...)
 	})
 	if err != nil {
 		return err

@@ -18,6 +18,10 @@ var (
 	Exists   = errors.New("task already exists")
 	Ended    = errors.New("task has ended")
 	TooLarge = errors.New("message too large")
+	// The operator actions' refusals.
+	Running     = errors.New("task is running")
+	WrongStatus = errors.New("task status does not allow this")
+	NoMessage   = errors.New("no such message")
 )
 
 // MaxMessageBytes is the largest message body corotask.send_to_task accepts
@@ -29,6 +33,9 @@ const (
 	codeNotFound  = "CT404"
 	codeEnded     = "CT410"
 	codeTooLarge  = "CT413"
+	codeRunning   = "CT409"
+	codeStatus    = "CT422"
+	codeNoMessage = "CT416"
 	codeUniqueKey = "23505"
 )
 
@@ -62,6 +69,12 @@ func Translate(err error) error {
 		sentinel = NotFound
 	case codeEnded:
 		sentinel = Ended
+	case codeRunning:
+		sentinel = Running
+	case codeStatus:
+		sentinel = WrongStatus
+	case codeNoMessage:
+		sentinel = NoMessage
 	case codeTooLarge:
 		return wrap(TooLarge, fmt.Sprintf("%s: %s bytes, limit %d", TooLarge, pgErr.Detail, MaxMessageBytes))
 	case codeUniqueKey:
@@ -77,10 +90,15 @@ func Translate(err error) error {
 	if !ok {
 		return wrap(sentinel, fmt.Sprintf("%s: %s", sentinel, pgErr.Message))
 	}
-	if role == "parent" {
-		return wrap(sentinel, fmt.Sprintf("parent %s: %s", sentinel, ulidOf(uuid)))
+	what := ulidOf(uuid)
+	if pgErr.Hint != "" {
+		// Why an operator action was refused: "it is sleeping: ...".
+		what += ": " + pgErr.Hint
 	}
-	return wrap(sentinel, fmt.Sprintf("%s: %s", sentinel, ulidOf(uuid)))
+	if role == "parent" {
+		return wrap(sentinel, fmt.Sprintf("parent %s: %s", sentinel, what))
+	}
+	return wrap(sentinel, fmt.Sprintf("%s: %s", sentinel, what))
 }
 
 // idFromDetail extracts the UUID from a unique violation's DETAIL,

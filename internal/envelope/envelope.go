@@ -5,18 +5,21 @@ package envelope
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/corotask/corotask/inbox"
 	"github.com/corotask/corotask/tasks"
 )
 
 // Envelope is a message as stored in an inbox column: the JSON object
-// {"from": <task id or null>, "body": <json>, "done": true, "err": "..."}.
+// {"from": <task id or null>, "body": <json>, "done": true, "err": "...",
+// "at": <when it was sent>}.
 type Envelope struct {
 	From tasks.ID        `json:"from"`
 	Body json.RawMessage `json:"body"`
 	Done bool            `json:"done,omitempty"`
 	Err  string          `json:"err,omitempty"`
+	At   *time.Time      `json:"at,omitempty"`
 }
 
 // Decode decodes the stored messages of task, oldest first. A message that
@@ -33,6 +36,9 @@ func Decode[M any](task tasks.ID, raw [][]byte) []inbox.Message[M] {
 			continue
 		}
 		m := inbox.Message[M]{From: env.From, Done: env.Done, Err: env.Err}
+		if env.At != nil {
+			m.SentAt = *env.At
+		}
 		if len(env.Body) > 0 && string(env.Body) != "null" {
 			if err := json.Unmarshal(env.Body, &m.Body); err != nil {
 				var zero M
