@@ -42,6 +42,15 @@ type Options struct {
 	// creates its own). Empty: internal/database's resolution ($DATABASE_URL,
 	// 127.0.0.1:5432, else a private cluster).
 	DatabaseURL string
+	// StockCluster runs on a throwaway private cluster instead of
+	// DatabaseURL's server: initdb'd from this machine's PostgreSQL binaries
+	// (see internal/database) into a temporary directory with the stock
+	// settings (autovacuum on), plus pg_stat_statements preloaded with
+	// Statements, plus StockSettings; stopped and removed at the end.
+	StockCluster bool
+	// StockSettings are extra "name = value" settings of the private
+	// cluster (e.g. "autovacuum = off").
+	StockSettings []string
 	// Scenario is one of Scenarios(), or "all".
 	Scenario string
 
@@ -182,11 +191,28 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Iterations, "iterations", o.Iterations, "idle: claims timed per level, `N` (default 300)")
 	fs.DurationVar(&o.Retention, "retention", o.Retention, "bloat: retention of ended tasks (default 2s)")
 	fs.DurationVar(&o.SampleEvery, "sample-every", o.SampleEvery, "bloat: sampling interval of the table size (default 5s)")
+	fs.BoolVar(&o.StockCluster, "stock-cluster", o.StockCluster, "run on a throwaway private cluster with stock settings (autovacuum on), initdb'd from this machine's PostgreSQL binaries and removed afterwards")
+	fs.Var((*stringList)(&o.StockSettings), "stock-setting", "with -stock-cluster: an extra server setting `'NAME = VALUE'` (repeatable)")
 	fs.BoolVar(&o.JSON, "json", o.JSON, "print one JSON object per scenario")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", o.CPUProfile, "write a CPU profile of the executors to `FILE`")
 	fs.BoolVar(&o.Statements, "statements", o.Statements, "report the top statements from pg_stat_statements (if preloaded)")
 	fs.BoolVar(&o.KeepDatabase, "keep-database", o.KeepDatabase, "do not drop the scenario's database")
 	fs.BoolVar(&o.NoAnalyze, "no-analyze", o.NoAnalyze, "do not ANALYZE after bulk creation")
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(*l, "; ")
+}
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
 }
 
 // intList is a comma-separated list of ints, as a flag.Value.
@@ -287,6 +313,9 @@ func (o Options) validate() error {
 	if o.Shape != "" && o.Shape != "fib" && o.Shape != "kary" {
 		return fmt.Errorf("-shape must be fib or kary, not %q", o.Shape)
 	}
+	if len(o.StockSettings) > 0 && !o.StockCluster {
+		return errors.New("-stock-setting needs -stock-cluster")
+	}
 	if o.Shape != "kary" && o.N > 30 && o.Scenario == "tree" {
 		return fmt.Errorf("tree: fib(%d) makes too many tasks; use -n 30 or less", o.N)
 	}
@@ -312,10 +341,20 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
-	srv, err := openServer(ctx, opts.DatabaseURL)
+	url := opts.DatabaseURL
+	if opts.StockCluster {
+		u, remove, err := startStockCluster(ctx, opts, stderr)
+		if err != nil {
+			return err
+		}
+		defer remove()
+		url = u
+	}
+	srv, err := openServer(ctx, url)
 	if err != nil {
 		return err
 	}
+	srv.env.Private = opts.StockCluster
 	for i, s := range todo {
 		o := opts.withDefaults(s.name)
 		o.Scenario = s.name

@@ -129,8 +129,7 @@ func runHeartbeat(ctx context.Context, r *runner, res *Result) error {
 	released = true
 	drainStart := time.Now()
 	err = waitUntil(ctx, "the held polls to commit", 5*time.Minute, 50*time.Millisecond, func() (bool, error) {
-		var left bool
-		err := db.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM corotask.tasks WHERE done_at IS NULL)").Scan(&left)
+		left, err := anyLive(ctx, db)
 		return !left, err
 	})
 	if err != nil {
