@@ -112,6 +112,9 @@ type Options struct {
 	// CPUProfile writes a CPU profile of the scenario's executors to this
 	// file (with -executors N in processes: FILE.1 ... FILE.N).
 	CPUProfile string
+	// MemProfile writes a heap profile of the heartbeat scenario's process
+	// while its M polls are held (and FILE.goroutine, their goroutines).
+	MemProfile string
 	// Statements adds the scenario's top statements from pg_stat_statements,
 	// when the server preloads it.
 	Statements bool
@@ -195,6 +198,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var((*stringList)(&o.StockSettings), "stock-setting", "with -stock-cluster: an extra server setting `'NAME = VALUE'` (repeatable)")
 	fs.BoolVar(&o.JSON, "json", o.JSON, "print one JSON object per scenario")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", o.CPUProfile, "write a CPU profile of the executors to `FILE`")
+	fs.StringVar(&o.MemProfile, "memprofile", o.MemProfile, "heartbeat: write a heap profile (and FILE.goroutine) while the polls are held to `FILE`")
 	fs.BoolVar(&o.Statements, "statements", o.Statements, "report the top statements from pg_stat_statements (if preloaded)")
 	fs.BoolVar(&o.KeepDatabase, "keep-database", o.KeepDatabase, "do not drop the scenario's database")
 	fs.BoolVar(&o.NoAnalyze, "no-analyze", o.NoAnalyze, "do not ANALYZE after bulk creation")
