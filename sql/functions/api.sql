@@ -131,26 +131,32 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
     bad uuid;
+    live uuid[];   -- the parents found, and not ended ...
+    ended uuid[];  -- ... and those that have ended
 BEGIN
-    SELECT p INTO bad FROM unnest(p_parents) AS p
-    WHERE p IS NOT NULL AND p <> ALL (p_ids)
-      AND NOT EXISTS (SELECT 1 FROM corotask.tasks t WHERE t.task_id = p)
-    LIMIT 1;
+    -- One statement finds the parents that exist (other than tasks created
+    -- in this call) and locks them: FOR SHARE waits for a concurrent cancel
+    -- of a parent, so a child is never added under a parent that is being
+    -- canceled.
+    SELECT coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NULL), '{}'),
+           coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NOT NULL), '{}')
+    INTO live, ended
+    FROM (
+        SELECT t.task_id, t.done_at FROM corotask.tasks t
+        WHERE t.task_id = ANY (ARRAY(
+            SELECT DISTINCT p FROM unnest(p_parents) AS p WHERE p IS NOT NULL AND p <> ALL (p_ids)))
+        ORDER BY t.task_id
+        FOR SHARE
+    ) l;
+    SELECT p INTO bad FROM unnest(p_parents) WITH ORDINALITY AS u(p, k)
+    WHERE p IS NOT NULL AND p <> ALL (p_ids) AND p <> ALL (live) AND p <> ALL (ended)
+    ORDER BY k LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'corotask: parent task % not found', bad
             USING ERRCODE = 'CT404', DETAIL = 'parent ' || bad;
     END IF;
-    -- FOR SHARE waits for a concurrent cancel of the parent, so a child is never
-    -- added under a parent that is being canceled.
-    PERFORM 1 FROM corotask.tasks t
-    WHERE t.task_id IN (SELECT DISTINCT p FROM unnest(p_parents) AS p WHERE p IS NOT NULL)
-    ORDER BY t.task_id
-    FOR SHARE;
-    SELECT t.task_id INTO bad FROM corotask.tasks t
-    WHERE t.task_id IN (SELECT DISTINCT p FROM unnest(p_parents) AS p WHERE p IS NOT NULL)
-      AND t.done_at IS NOT NULL
-    LIMIT 1;
-    IF FOUND THEN
+    IF cardinality(ended) > 0 THEN
+        bad := ended[1];
         RAISE EXCEPTION 'corotask: parent task % has ended', bad
             USING ERRCODE = 'CT410', DETAIL = 'parent ' || bad;
     END IF;
