@@ -143,7 +143,7 @@ func readClaim(br pgx.BatchResults, at time.Time) (out []*claimed, takenOver []b
 			stale    *bool
 			wake     *time.Time
 		)
-		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &token, &failures, &attempt, &stale, &wake); err != nil {
+		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &token, &failures, &attempt, &stale, &wake, &c.trace); err != nil {
 			return nil, nil, time.Time{}, err
 		}
 		if typ == nil {
@@ -188,7 +188,8 @@ const genericPlan = "SET LOCAL plan_cache_mode = force_generic_plan"
 // expires in $5 seconds unless renewed, and any inbox_next a dead poll left
 // joins its inbox; a task taken over from an expired claim has that attempt
 // counted as a failure. The claim raises the task's attempt number and
-// records the claiming executor ($7) and the time. The last row (task_id NULL) carries the earliest
+// records the claiming executor ($7) and the time; it returns the task's
+// trace context, for the poll's span to link to. The last row (task_id NULL) carries the earliest
 // future wake_at of those types, so the executor knows when to look again.
 //
 // A task is not running exactly when its claim is NULL; the partial indexes
@@ -277,14 +278,14 @@ WITH open_ready AS (
         claimed_by = $7,
         claimed_at = now()
     WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
-    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.inbox, t.claim, t.failures, t.attempts
+    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.inbox, t.claim, t.failures, t.attempts, t.trace
 )%s
 SELECT task_id, task_type, parent_id, inner_state, inbox, claim, failures, attempts,
-       task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz FROM claimed
+       task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz, trace FROM claimed
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
     SELECT wake_at FROM corotask.tasks
     WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
       AND wake_at > now() AND task_type = ANY($6::text[])
     ORDER BY wake_at
-    LIMIT 1)`
+    LIMIT 1), NULL`
