@@ -207,8 +207,9 @@ func (h *Hooks) ClaimDone(ctx context.Context, info *executor.ClaimInfo) {
 // PollStart starts the poll's span, linked to the trace contexts of the
 // task's creation and of its messages. Its attributes are set when it ends,
 // all at once, which costs the SDK one allocation rather than two. The
-// context it returns carries the span's trace context for tasks.WithTrace,
-// so that what the poll spawns and sends links back to it.
+// context it returns carries the span's trace context for tasks.WithTrace
+// (when the span is sampled), so that what the poll spawns and sends links
+// back to it.
 func (h *Hooks) PollStart(ctx context.Context, info *executor.PollInfo) context.Context {
 	if info.TakenOver {
 		h.takenOver.Add(ctx, 1, h.attr(info.Type, "", ""))
@@ -224,7 +225,12 @@ func (h *Hooks) PollStart(ctx context.Context, info *executor.PollInfo) context.
 		}
 		ctx, span = h.tracer.Start(ctx, h.spanName(info.Type), newRoot, consumer, trace.WithLinks(links...))
 	}
-	return withSpanTrace(ctx, span.SpanContext())
+	// A span that is not sampled is not exported: a link to it would lead
+	// nowhere, and leaving it out saves the work of encoding it.
+	if sc := span.SpanContext(); sc.IsSampled() {
+		return withSpanTrace(ctx, sc)
+	}
+	return ctx
 }
 
 // propagator reads and writes the trace contexts corotask stores: W3C's.

@@ -179,3 +179,32 @@ func TestWithTraceWithoutSpan(t *testing.T) {
 	require.Contains(t, carrier, "traceparent")
 	require.Contains(t, carrier["traceparent"], span.SpanContext().TraceID().String())
 }
+
+// A poll whose span is not sampled passes no trace context on: its span is
+// not exported, and a link to it would lead nowhere.
+func TestUnsampledPollsPassNoTraceOn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	hooks, err := otelcorotask.New(otelcorotask.Config{
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample())),
+		Logger:         quiet(),
+	})
+	require.NoError(t, err)
+	cfg := config()
+	cfg.Hooks = hooks
+	e := executor.New(db, cfg)
+	executor.Register(e, "parent", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		t.Spawn("child", nil, nil)
+		return executor.Suspend(), nil
+	}))
+	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "parent"})
+	require.NoError(t, err)
+	n, err := e.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	var traced, all int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(trace), count(*) FROM corotask.tasks`).Scan(&traced, &all))
+	require.Equal(t, 2, all)
+	require.Zero(t, traced)
+}
