@@ -143,7 +143,7 @@ func readClaim(br pgx.BatchResults, at time.Time) (out []*claimed, takenOver []b
 			stale    *bool
 			wake     *time.Time
 		)
-		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &token, &failures, &attempt, &stale, &wake); err != nil {
+		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &token, &failures, &attempt, &stale, &wake, &c.trace); err != nil {
 			return nil, nil, time.Time{}, err
 		}
 		if typ == nil {
@@ -198,7 +198,8 @@ const genericPlan = "SELECT set_config('plan_cache_mode', 'force_generic_plan', 
 // expires in $5 seconds unless renewed, and any inbox_next a dead poll left
 // joins its inbox; a task taken over from an expired claim has that attempt
 // counted as a failure. The claim raises the task's attempt number and
-// records the claiming executor ($7) and the time. The last row (task_id NULL) carries the earliest
+// records the claiming executor ($7) and the time; it returns the task's
+// trace context, for the poll's span to link to. The last row (task_id NULL) carries the earliest
 // future wake_at of those types, so the executor knows when to look again.
 //
 // A task is not running exactly when its claim is NULL; the partial indexes
@@ -311,10 +312,10 @@ WITH open_quota AS (
         claimed_by = $7,
         claimed_at = now()
     WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
-    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.inbox, t.claim, t.failures, t.attempts
+    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.inbox, t.claim, t.failures, t.attempts, t.trace
 )%s
 SELECT task_id, task_type, parent_id, inner_state, inbox, claim, failures, attempts,
-       task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz FROM claimed
+       task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz, trace FROM claimed
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
     SELECT min(n.wake_at) FROM unnest($6::text[]) AS q(typ)
@@ -324,4 +325,4 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
           AND wake_at > now() AND task_type = q.typ
         ORDER BY wake_at
         LIMIT 1
-    ) n)`
+    ) n), NULL`

@@ -91,7 +91,6 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, all[1:], r.Migrations, "every migration after the first")
 	require.Equal(t, "0002_claims.sql", r.Migrations[0].Name)
-	require.Equal(t, "0003_history.sql", r.Migrations[1].Name)
 	functions, err := corosql.FunctionFiles()
 	require.NoError(t, err)
 	require.Equal(t, functions, r.Functions)
