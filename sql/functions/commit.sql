@@ -105,15 +105,16 @@ BEGIN
             FROM input u
             WHERE t.task_id = u.task_id AND t.claim = u.claim
             RETURNING t.task_id, t.parent_id, t.done_at IS NOT NULL AS ended, u.result, u.effects, u.i,
-                u.history, u.taken, u.action, t.attempts, t.claimed_by, t.claimed_at, t.wake_at, t.inner_state
+                u.history, u.taken, u.action, t.attempts, t.claimed_by, t.claimed_at, t.wake_at,
+                coalesce(pg_column_size(t.inner_state), 0) AS state_bytes,
+                CASE WHEN u.history = 2 THEN t.inner_state END AS snapshot
         ), recorded AS (
             INSERT INTO corotask.history (task_id, attempt, outcome, action, executor_id, claimed_at,
                 popped, spawned, sent, state_bytes, state, wake_at)
             SELECT c.task_id, c.attempts, 'committed', c.action, c.claimed_by, c.claimed_at, c.taken,
                 jsonb_array_length(coalesce(c.effects -> 'spawn', '[]')),
                 jsonb_array_length(coalesce(c.effects -> 'send', '[]')),
-                coalesce(pg_column_size(c.inner_state), 0),
-                CASE WHEN c.history = 2 THEN c.inner_state END, c.wake_at
+                c.state_bytes, c.snapshot, c.wake_at
             FROM committed c WHERE c.history > 0
         ), trimmed AS (
             -- A task with fewer attempts than the window has nothing to trim.
