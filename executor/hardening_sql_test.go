@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/executor"
@@ -340,18 +341,22 @@ func TestDoneWithMessagesArrivedMeanwhilePollsAgain(t *testing.T) {
 
 	e := executor.New(db, fastConfig())
 	entered, proceed := make(chan struct{}), make(chan struct{})
-	var seen []string
+	var seen [][]string // the messages each poll saw
+	var onCommits int
 	executor.Register(e, "job", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
+		var got []string
 		for {
 			m, ok := t.Inbox.Pop()
 			if !ok {
 				break
 			}
-			seen = append(seen, m.Body)
+			got = append(got, m.Body)
 		}
+		seen = append(seen, got)
 		t.State++
 		t.Send(other, "hello")
-		if t.State == 1 {
+		t.OnCommit(func(context.Context, pgx.Tx) error { onCommits++; return nil })
+		if len(seen) == 1 {
 			close(entered)
 			<-proceed
 		}
@@ -367,26 +372,35 @@ func TestDoneWithMessagesArrivedMeanwhilePollsAgain(t *testing.T) {
 	close(proceed)
 	require.NoError(t, <-polled)
 
+	// The Done poll is superseded: nothing of it is kept.
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StatusReady, task.Status, "not ended: a message arrived during the Done poll")
-	require.JSONEq(t, "1", string(task.State))
-	require.Equal(t, 1, task.InboxLen)
+	require.Empty(t, task.State, "the state is as before the poll (none)")
+	require.Equal(t, 2, task.InboxLen, "the popped message is back, followed by the new one")
 	o, err := tasks.Get(ctx, db, other)
 	require.NoError(t, err)
-	require.Equal(t, 1, o.InboxLen, "the poll's sends are committed")
+	require.Zero(t, o.InboxLen, "the poll's sends are dropped with it")
+	require.Zero(t, onCommits, "and its OnCommit work")
 	p, err := tasks.Get(ctx, db, parent)
 	require.NoError(t, err)
-	require.Zero(t, p.InboxLen, "the parent is not told yet")
+	require.Zero(t, p.InboxLen, "the parent is not told")
+	h, err := tasks.History(ctx, db, id, tasks.HistoryOptions{})
+	require.NoError(t, err)
+	require.Equal(t, tasks.Superseded, h[len(h)-1].Outcome)
 
 	n, err := e.PollOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	require.Equal(t, []string{"first", "during"}, seen)
+	require.Equal(t, [][]string{{"first"}, {"first", "during"}}, seen)
 	task, err = tasks.Get(ctx, db, id)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StatusDone, task.Status)
-	require.JSONEq(t, "2", string(task.Result))
+	require.JSONEq(t, "1", string(task.Result), "the state the superseded poll counted was not kept")
+	o, err = tasks.Get(ctx, db, other)
+	require.NoError(t, err)
+	require.Equal(t, 1, o.InboxLen, "the ending poll's send, once")
+	require.Equal(t, 1, onCommits)
 	p, err = tasks.Get(ctx, db, parent)
 	require.NoError(t, err)
 	require.Equal(t, 1, p.InboxLen, "one completion")
