@@ -325,6 +325,39 @@ func TestTakeBackIsNotAStorm(t *testing.T) {
 	require.LessOrEqual(t, int(got), int(window/cfg.PollInterval)+3, "take-backs in %s", window)
 }
 
+// A task claimed again right after its poll committed (it yields, so it is
+// ready at once), while the poll's goroutine is still forgetting it, is
+// polled: it is not mistaken for a stale claim of this executor and given
+// back for a PollInterval.
+func TestReclaimRightAfterCommitIsNotATakeBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	var takeBacks atomic.Int32
+	cfg := fastConfig()
+	cfg.PollInterval = time.Hour // a task given back would not be polled again in time
+	cfg.Logger = slog.New(countingHandler{logger().Handler(), "took back a task", &takeBacks})
+	e := executor.New(db, cfg)
+	const polls = 300
+	executor.Register(e, "yielder", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
+		if t.State++; t.State == polls {
+			return executor.Done(), nil
+		}
+		return executor.Yield(), nil
+	}))
+	ids := make([]tasks.ID, 4)
+	for i := range ids {
+		id, err := tasks.Create(ctx, db, tasks.Spec{Type: "yielder"})
+		require.NoError(t, err)
+		ids[i] = id
+	}
+	start(t, e)
+	for _, id := range ids {
+		waitStatus(t, db, id, tasks.StatusDone)
+	}
+	require.Zero(t, takeBacks.Load())
+}
+
 // A poll that returns Done while messages arrived for its task does not end
 // it: the poll's state and sends are committed, and the task is polled again
 // with the new messages; it ends when a Done poll saw everything.

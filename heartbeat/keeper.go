@@ -146,10 +146,12 @@ func (k *Keeper) Add(c Claim, claimedAt time.Time, lost func(cause error)) {
 	k.mu.Unlock()
 }
 
-// Remove stops renewing the claim of task.
-func (k *Keeper) Remove(task tasks.ID) {
+// Remove stops renewing claim c; a newer claim of the same task is kept.
+func (k *Keeper) Remove(c Claim) {
 	k.mu.Lock()
-	delete(k.entries, task)
+	if e, ok := k.entries[c.Task]; ok && e.claim == c {
+		delete(k.entries, c.Task) // not a newer claim of the same task
+	}
 	k.mu.Unlock()
 }
 
