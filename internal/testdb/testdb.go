@@ -98,6 +98,11 @@ func create(t testing.TB, admin, template string) string {
 		t.Fatalf("testdb: %v", err)
 	}
 	t.Cleanup(func() {
+		// A failed or panicking test drops its database at once: the
+		// process may be about to die.
+		if !t.Failed() && !panicking() && dropLater(drop) {
+			return
+		}
 		if err := drop(); err != nil {
 			t.Logf("testdb: %v", err)
 		}
