@@ -4,8 +4,8 @@
 // [Tx] gives a test a transaction on a migrated database shared by the tests,
 // rolled back when the test ends: cheap, for tests of client functions. [New]
 // and [URL] give a test a fresh migrated database of its own, dropped when the
-// test ends: for tests whose commits other connections must see (executors,
-// LISTEN).
+// test ends (in the background under [Main], which waits for the drops): for
+// tests whose commits other connections must see (executors, LISTEN).
 //
 // The server is the one internal/database resolves (DATABASE_URL, libpq's PG*
 // environment, a server on 127.0.0.1:5432, or a private cluster). A template
