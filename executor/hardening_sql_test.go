@@ -31,7 +31,7 @@ func TestMixedHeartbeatTimeoutsAgree(t *testing.T) {
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
 
-	cfgA := fastConfig()
+	cfgA := fastConfig(t)
 	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 20*time.Second, 3*time.Second
 	a := executor.New(testdb.Pool(t, url), cfgA)
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -45,7 +45,7 @@ func TestMixedHeartbeatTimeoutsAgree(t *testing.T) {
 	start(t, a)
 	<-entered
 
-	cfgB := fastConfig()
+	cfgB := fastConfig(t)
 	cfgB.HeartbeatTimeout = 300 * time.Millisecond
 	b := executor.New(testdb.Pool(t, url), cfgB)
 	var bPolls atomic.Int32
@@ -82,7 +82,7 @@ func TestTakeoverOfAnExpiredClaimCountsAnAttempt(t *testing.T) {
 	t.Cleanup(func() { close(release); wg.Wait() })
 	entered := make(chan struct{}, 10)
 	newExecutor := func() *executor.Executor {
-		cfg := fastConfig()
+		cfg := fastConfig(t)
 		cfg.HeartbeatTimeout = 200 * time.Millisecond
 		e := executor.New(db, cfg)
 		executor.Register(e, "job", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
@@ -152,7 +152,7 @@ func TestMaxConcurrencyHoldsForExpiredClaims(t *testing.T) {
 		claim_expires_at = now() - interval '30 seconds' WHERE task_id = ANY($1)`, ids[:5])
 	require.NoError(t, err)
 
-	e := executor.New(db, fastConfig())
+	e := executor.New(db, fastConfig(t))
 	var polls atomic.Int32
 	executor.Register(e, "capped", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
 		polls.Add(1)
@@ -184,7 +184,7 @@ func TestRetentionKeepsParentsOfLiveTasks(t *testing.T) {
 		WHERE task_id = $1`, child)
 	require.NoError(t, err)
 
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.Retention = time.Hour
 	e := executor.New(db, cfg)
 	n, err := e.DeleteExpired(ctx)
@@ -213,7 +213,7 @@ func TestMessagesDoNotCutBackoffShort(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.BackoffMin = time.Hour
 	cfg.BackoffMax = 2 * time.Hour
 	e := executor.New(db, cfg)
@@ -295,10 +295,10 @@ func TestTakeBackIsNotAStorm(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	var takeBacks atomic.Int32
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.PollInterval = 100 * time.Millisecond
 	cfg.HeartbeatTimeout = 600 * time.Millisecond
-	cfg.Logger = slog.New(countingHandler{logger().Handler(), "took back a task", &takeBacks})
+	cfg.Logger = slog.New(countingHandler{logger(t).Handler(), "took back a task", &takeBacks})
 	e := executor.New(db, cfg)
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -372,7 +372,7 @@ func TestDoneWithMessagesArrivedMeanwhilePollsAgain(t *testing.T) {
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", Parent: parent, Message: "first"})
 	require.NoError(t, err)
 
-	e := executor.New(db, fastConfig())
+	e := executor.New(db, fastConfig(t))
 	entered, proceed := make(chan struct{}), make(chan struct{})
 	var seen [][]string // the messages each poll saw
 	var onCommits int

@@ -3,6 +3,7 @@ package heartbeat_test
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,12 @@ import (
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
+
+// TestMain runs more tests at once than there are CPUs: they spend their time
+// waiting for the database.
+func TestMain(m *testing.M) {
+	os.Exit(testdb.Main(m, 8))
+}
 
 // countingDB counts the statements sent through it, and can be made to fail.
 type countingDB struct {
