@@ -334,9 +334,9 @@ func TestReclaimRightAfterCommitIsNotATakeBack(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	var takeBacks atomic.Int32
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.PollInterval = time.Hour // a task given back would not be polled again in time
-	cfg.Logger = slog.New(countingHandler{logger().Handler(), "took back a task", &takeBacks})
+	cfg.Logger = slog.New(countingHandler{logger(t).Handler(), "took back a task", &takeBacks})
 	e := executor.New(db, cfg)
 	const polls = 300
 	executor.Register(e, "yielder", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
