@@ -17,7 +17,9 @@ var (
 	// dropped in the background, and Main waits for the drops.
 	dropsAfter bool
 	// dropSlots bounds the drops under way, each on a connection of its own.
-	dropSlots = make(chan struct{}, 4)
+	// Every DROP DATABASE waits for a checkpoint; drops under way together
+	// share one, so many at once cost little more than one.
+	dropSlots = make(chan struct{}, 16)
 )
 
 // dropLater runs drop in the background when Main will wait for it, and
