@@ -31,6 +31,7 @@ var commands = []*command{
 	showCmd,
 	treeCmd,
 	cancelCmd,
+	uiCmd,
 	benchCmd,
 	versionCmd,
 }
