@@ -6,7 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-		"net/http/httptest"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,7 +91,7 @@ func browser(t *testing.T) context.Context {
 // child every poll, sleeping between them, until a message tells it to
 // finish.
 type workflow struct {
-	Spawned int      `json:"spawned"`
+	Spawned int `json:"spawned"`
 	// Finished is the finish message's text, kept so that a poll that
 	// returns done but does not end the task (a message arrived meanwhile,
 	// here a child's completion) ends it at the next poll.
