@@ -1,0 +1,48 @@
+// Package ui is corotask's web UI: an http.Handler that a service mounts
+// under a prefix, and that `corotask ui` serves on its own.
+//
+// The pages are rendered on the server (html/template) from one read-only
+// snapshot of the database each, with a little JavaScript; the assets are
+// embedded, so nothing needs building. The pages are:
+//
+//   - the overview: tasks by type and status, what each type ended and
+//     failed over the last hour (per 5 minutes) and how long its oldest
+//     ready task has waited (the lag), and the tasks that are failing or
+//     failed lately;
+//   - the tasks: filtered by type, status, parent, failing and creation
+//     time, newest or oldest first, one page at a time by keyset on the
+//     task ID (never OFFSET), with counts by status;
+//   - a task: its state and result as formatted JSON, its inbox and
+//     inbox_next with senders, its children with their statuses and the
+//     parent's fan-in progress, and the forms of the actions;
+//   - a workflow's tree.
+//
+// Every page updates itself while it is open: the browser keeps a
+// server-sent events stream, on which the handler reads the page again every
+// Config.RefreshInterval and sends its changing part when it changed.
+//
+// # Counts at scale
+//
+// Tasks that wait for a time or run (ready, sleeping, running) are counted
+// exactly: the claim's partial indexes hold them, so counting them costs
+// what there is to run, not the size of the table. Suspended and ended
+// tasks, and the throughput of the last hour, are counted exactly while the
+// table holds fewer than Config.CountThreshold rows (the planner's
+// estimate); above it they are estimated from a block sample of the table
+// (TABLESAMPLE SYSTEM, about 20000 rows) and shown with "≈".
+//
+// # Actions and their safety
+//
+// A task's page has forms that send it a message (checked to be JSON in the
+// browser and again on the server), and cancel it. Each asks for a
+// confirmation on a page of its own before anything is done; a refusal (bad
+// JSON, an ended or unknown task) is shown on the task's page, and nothing
+// changes. Every form carries a token drawn when the handler is made, and the
+// handler refuses a form without it, or one that a browser says was posted
+// from another site (http.CrossOriginProtection). Config.ReadOnly removes the
+// forms and refuses the actions.
+//
+// The handler does no authentication and no authorization: wrap it in the
+// mounting service's middleware, as the example shows. It never shows the
+// database's connection string.
+package ui
