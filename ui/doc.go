@@ -23,13 +23,15 @@
 //
 // # Counts at scale
 //
-// Tasks that wait for a time or run (ready, sleeping, running) are counted
-// exactly: the claim's partial indexes hold them, so counting them costs
-// what there is to run, not the size of the table. Suspended and ended
-// tasks, and the throughput of the last hour, are counted exactly while the
-// table holds fewer than Config.CountThreshold rows (the planner's
-// estimate); above it they are estimated from a block sample of the table
-// (TABLESAMPLE SYSTEM, about 20000 rows) and shown with "≈".
+// While corotask.tasks holds fewer than Config.CountThreshold rows (the
+// planner's estimate), every count is exact. Above it, running tasks are
+// still counted exactly (their partial index holds only them, as many as the
+// executors run), and so are the tasks that wait for a time (ready,
+// sleeping) while the claim's index holds fewer than 10000 of them; the
+// others (suspended, ended, and the throughput of the last hour) are
+// estimated from a block sample of about 20000 rows (TABLESAMPLE SYSTEM), and
+// shown with "≈". A page's cost then stays bounded whatever the size of the
+// table.
 //
 // # Actions and their safety
 //

@@ -194,26 +194,38 @@ func samplePercent(rows float64, threshold int) float64 {
 	return min(100, 100*sampleRows/rows)
 }
 
+// exactWaitingLimit is the most tasks waiting for a time (the entries of
+// the claim's index of ready and sleeping tasks) that countTasks counts
+// exactly on a table that is sampled: past it, reading them all costs about
+// as much as reading the table.
+const exactWaitingLimit = 10000
+
 // countTasks returns how many tasks there are of each type (only typ, when
-// given) in each status. Tasks the claim's partial indexes hold (live and
-// waiting for a time, or running) are counted exactly: that costs what
-// there is to run, whatever the size of the table. Suspended and ended tasks
-// are counted exactly below pct 0, else estimated from a pct% block sample.
+// given) in each status. With pct 0 every task is counted exactly. Else
+// running tasks are counted exactly (their index holds only them, as many as
+// the executors run), so are the tasks waiting for a time while there are
+// fewer than exactWaitingLimit of them, and the others are estimated from a
+// pct% block sample of the table.
 func countTasks(ctx context.Context, db tasks.DB, typ string, pct float64) ([]count, error) {
-	indexed := `SELECT t.task_type, corotask.status(t), count(*)::float8 FROM corotask.tasks t
-		WHERE ` + condIndexed + ` AND ($1 = '' OR t.task_type = $1) GROUP BY 1, 2`
-	out, err := collectCounts(ctx, db, indexed, 1, false, typ)
+	const q = `SELECT t.task_type, corotask.status(t), count(*)::float8 FROM corotask.tasks t`
+	const ofType = ` AND ($1 = '' OR t.task_type = $1) GROUP BY 1, 2`
+	if pct == 0 {
+		return collectCounts(ctx, db, q+` WHERE true`+ofType, 1, false, typ)
+	}
+	var waiting float64
+	if err := db.QueryRow(ctx, `SELECT greatest(reltuples, 0) FROM pg_class
+		WHERE oid = 'corotask.tasks_ready_idx'::regclass`).Scan(&waiting); err != nil {
+		return nil, fmt.Errorf("count tasks: %w", err)
+	}
+	exact, sampled := condClaimed, `NOT `+condClaimed
+	if waiting < exactWaitingLimit {
+		exact, sampled = condIndexed, condUnindexed
+	}
+	out, err := collectCounts(ctx, db, q+` WHERE `+exact+ofType, 1, false, typ)
 	if err != nil {
 		return nil, err
 	}
-	rest := `SELECT t.task_type, corotask.status(t), count(*)::float8 FROM corotask.tasks t`
-	scale, args := 1.0, []any{typ}
-	if pct > 0 {
-		rest += ` TABLESAMPLE SYSTEM ($2)`
-		scale, args = 100/pct, append(args, pct)
-	}
-	rest += ` WHERE ` + condUnindexed + ` AND ($1 = '' OR t.task_type = $1) GROUP BY 1, 2`
-	more, err := collectCounts(ctx, db, rest, scale, pct > 0, args...)
+	more, err := collectCounts(ctx, db, q+` TABLESAMPLE SYSTEM ($2) WHERE `+sampled+ofType, 100/pct, true, typ, pct)
 	if err != nil {
 		return nil, err
 	}
