@@ -35,6 +35,13 @@ func Sleep(d time.Duration) Action { return Action{kind: actSleep, sleep: max(d,
 func SleepUntil(t time.Time) Action { return Action{kind: actUntil, at: t} }
 
 // Suspend polls the task again only when a message arrives.
+//
+// Messages the poll left in its inbox (not popped) do not count: a task
+// that suspends with unread messages sleeps until another message arrives,
+// and that poll sees the old messages first, then the new one. A poll that
+// wants to see its unread messages again soon returns Yield or Sleep
+// instead. Messages that arrived while the poll ran do count: the task is
+// polled again at once.
 func Suspend() Action { return Action{kind: actSuspend} }
 
 // Done ends the task; its parent receives a completion message with a null body.

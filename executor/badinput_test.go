@@ -22,6 +22,7 @@ import (
 
 	"github.com/corotask/corotask/executor"
 	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/envelope"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
@@ -41,85 +42,9 @@ func requireFailedOnce(t *testing.T, db tasks.DB, id tasks.ID, want string) *tas
 	require.NoError(t, err)
 	require.Equal(t, 1, task.Failures)
 	require.Contains(t, task.LastError, want)
-	require.Equal(t, tasks.Sleeping, task.Status, "backed off, claim released")
+	require.Equal(t, tasks.StatusRetrying, task.Status, "backed off, claim released")
 	require.True(t, task.Heartbeat.IsZero())
 	return task
-}
-
-func TestMessageThatDoesNotDecode(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := testdb.New(t)
-	var polls atomic.Int32
-	strict := executor.New(db, badConfig())
-	executor.Register(strict, "counter", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
-		polls.Add(1)
-		return executor.Done(), nil
-	}))
-	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "counter", State: 7, Message: 1})
-	require.NoError(t, err)
-	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "not a number"))
-	// Envelopes written by hand in SQL: not an object, and a sender that is
-	// not an ID.
-	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET inbox = inbox || ARRAY['42'::jsonb, '{"from": "robert", "body": 1}'::jsonb]
-		WHERE task_id = $1`, id)
-	require.NoError(t, err)
-
-	n, err := strict.PollOnce(ctx)
-	require.Equal(t, 1, n)
-	var de *inbox.DecodeError
-	require.ErrorAs(t, err, &de)
-	require.Equal(t, id, de.Task)
-	require.Equal(t, 1, de.Position)
-	require.ErrorContains(t, err, "inbox message 1 does not decode")
-	require.Zero(t, polls.Load(), "the poller never saw the inbox")
-	task := requireFailedOnce(t, db, id, "inbox message 1 does not decode")
-	require.Equal(t, 4, task.InboxLen, "no message dropped")
-	require.JSONEq(t, "7", string(task.State))
-
-	// A poller whose message type fits takes every message, the broken ones
-	// included, and can deal with them.
-	lenient := executor.New(db, badConfig())
-	var bodies []string
-	executor.Register(lenient, "counter", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
-		for {
-			m, ok := t.Inbox.Pop()
-			if !ok {
-				break
-			}
-			bodies = append(bodies, string(m.Body))
-		}
-		return executor.Done(), nil
-	}))
-	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET wake_at = now(),
-		inbox = inbox[1:2] WHERE task_id = $1`, id) // the hand-made envelopes cannot be decoded by any M
-	require.NoError(t, err)
-	n, err = lenient.PollOnce(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
-	require.Equal(t, []string{"1", `"not a number"`}, bodies)
-}
-
-func TestMalformedEnvelopeNamesItsPosition(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := testdb.New(t)
-	e := executor.New(db, badConfig())
-	executor.Register(e, "raw", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
-		return executor.Done(), nil
-	}))
-	for i, env := range []string{`42`, `"text"`, `[1]`, `{"from": "robert", "body": 1}`, `{"from": 7}`, `{"done": "yes"}`} {
-		id, err := tasks.Create(ctx, db, tasks.Spec{Type: "raw", Message: "fine"})
-		require.NoError(t, err)
-		_, err = db.Exec(ctx, `UPDATE corotask.tasks SET inbox = inbox || $2::jsonb WHERE task_id = $1`, id, env)
-		require.NoError(t, err)
-		_, err = e.PollOnce(ctx)
-		var de *inbox.DecodeError
-		require.ErrorAs(t, err, &de, "envelope %d: %s", i, env)
-		require.Equal(t, 1, de.Position)
-		task := requireFailedOnce(t, db, id, "inbox message 1 does not decode")
-		require.Equal(t, 2, task.InboxLen)
-	}
 }
 
 type stateV1 struct{ Count int }
@@ -164,11 +89,11 @@ func TestStateThatNoLongerDecodesAfterATypeChange(t *testing.T) {
 	require.ErrorContains(t, err, "state does not decode")
 	task, err = tasks.Get(ctx, db, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Failed, task.Status)
+	require.Equal(t, tasks.StatusFailed, task.Status)
 	p, err := tasks.Get(ctx, db, parent)
 	require.NoError(t, err)
 	require.Len(t, p.Inbox, 1)
-	var env inbox.Envelope
+	var env envelope.Envelope
 	require.NoError(t, json.Unmarshal(p.Inbox[0], &env))
 	require.True(t, env.Done)
 	require.Equal(t, id, env.From)
@@ -386,18 +311,19 @@ func TestTaskTypeNoExecutorRegistered(t *testing.T) {
 	require.Eventually(t, func() bool {
 		task, err := tasks.Get(ctx, db, known)
 		require.NoError(t, err)
-		return task.Status == tasks.Done
+		return task.Status == tasks.StatusDone
 	}, 30*time.Second, 10*time.Millisecond)
 	stop()
 	require.NoError(t, <-done)
 
-	// The orphan waits, untouched, and listing shows it as ready.
-	ready, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.Ready})
+	// The orphan waits, untouched, and listing shows it as unserved: no
+	// executor serves its type.
+	ready, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.StatusUnserved})
 	require.NoError(t, err)
 	require.Len(t, ready, 1)
 	require.Equal(t, orphan, ready[0].ID)
 	require.Equal(t, tasks.Type("nobody.home"), ready[0].Type)
-	require.Equal(t, tasks.Ready, ready[0].Status)
+	require.Equal(t, tasks.StatusUnserved, ready[0].Status)
 	require.Zero(t, ready[0].Failures)
 	require.Empty(t, ready[0].LastError)
 	require.True(t, ready[0].Heartbeat.IsZero())
@@ -473,7 +399,7 @@ func TestSQLLookingInputIsStoredAsData(t *testing.T) {
 
 		task, err := tasks.Get(ctx, db, ids[i])
 		require.NoError(t, err)
-		require.Equal(t, tasks.Done, task.Status)
+		require.Equal(t, tasks.StatusDone, task.Status)
 		require.Equal(t, tasks.Type(s), task.Type)
 		var got sqlState
 		require.NoError(t, json.Unmarshal(task.Result, &got))

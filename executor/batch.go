@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -21,20 +22,21 @@ const maxBatch = 500
 // busier the executor, the larger its batches and the fewer its transactions.
 const committers = 3
 
-const commitSQL = `SELECT corotask.commit_polls($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+const commitSQL = `SELECT corotask.commit_polls($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 
 // pendingCommit is a poll outcome waiting for the batch committer.
 type pendingCommit struct {
-	c    *claimed
-	out  *outcome
-	done chan error // nil: committed or refused by the fence; else the batch failed
+	c       *claimed
+	out     *outcome
+	history int16      // see typeOptions.history
+	done    chan error // nil: committed or refused by the fence; else the batch failed
 }
 
 // queueCommit hands a poll's outcome to the batch committers and waits for
 // the batch. queued is false when no committer runs (PollOnce, or Run
 // stopping).
-func (e *Executor) queueCommit(ctx context.Context, c *claimed, out *outcome) (err error, queued bool) {
-	p := &pendingCommit{c: c, out: out, done: make(chan error, 1)}
+func (e *Executor) queueCommit(ctx context.Context, c *claimed, out *outcome, history int16) (err error, queued bool) {
+	p := &pendingCommit{c: c, out: out, history: history, done: make(chan error, 1)}
 	e.mu.Lock()
 	committing := e.committing
 	e.mu.Unlock()
@@ -86,7 +88,7 @@ func (e *Executor) commitBatch(ctx context.Context, batch []*pendingCommit) {
 }
 
 func (e *Executor) runBatch(ctx context.Context, batch []*pendingCommit) error {
-	args, err := commitArgs(batch)
+	args, err := e.commitArgs(batch)
 	if err != nil {
 		return err
 	}
@@ -94,7 +96,7 @@ func (e *Executor) runBatch(ctx context.Context, batch []*pendingCommit) error {
 	defer cancel()
 	rows, err := e.pool.Query(ctx, commitSQL, args...)
 	if err != nil {
-		return fmt.Errorf("commit %d polls: %w", len(batch), tasks.TranslateError(err))
+		return fmt.Errorf("commit %d polls: %w", len(batch), dberr.Translate(err))
 	}
 	committed := make(map[tasks.ID]bool, len(batch))
 	for rows.Next() {
@@ -106,10 +108,10 @@ func (e *Executor) runBatch(ctx context.Context, batch []*pendingCommit) error {
 		committed[id] = true
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("commit %d polls: %w", len(batch), tasks.TranslateError(err))
+		return fmt.Errorf("commit %d polls: %w", len(batch), dberr.Translate(err))
 	}
 	for _, p := range batch {
-		e.logCommitted(p.c, p.out, committed[p.c.id])
+		e.logCommitted(ctx, p.c, p.out, committed[p.c.id], p.history)
 	}
 	return nil
 }
@@ -132,7 +134,7 @@ type effectsJSON struct {
 }
 
 // commitArgs builds the arguments of commitSQL for a batch of polls.
-func commitArgs(batch []*pendingCommit) ([]any, error) {
+func (e *Executor) commitArgs(batch []*pendingCommit) ([]any, error) {
 	n := len(batch)
 	var (
 		ids     = make([]tasks.ID, n)
@@ -144,10 +146,11 @@ func commitArgs(batch []*pendingCommit) ([]any, error) {
 		ats     = make([]*time.Time, n)
 		results = make([][]byte, n)
 		effects = make([][]byte, n)
+		history = make([]int16, n)
 	)
 	for i, p := range batch {
 		c, out := p.c, p.out
-		ids[i], claims[i] = c.id, pgtype.UUID{Bytes: c.claim, Valid: true}
+		ids[i], claims[i], history[i] = c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, p.history
 		states[i], taken[i], actions[i] = out.state, int32(out.taken), out.action.sqlName()
 		sleeps[i], results[i] = out.action.sleep.Seconds(), out.result
 		if out.action.kind == actUntil {
@@ -171,5 +174,6 @@ func commitArgs(batch []*pendingCommit) ([]any, error) {
 		}
 		effects[i] = b
 	}
-	return []any{ids, claims, states, taken, actions, sleeps, ats, results, effects}, nil
+	return []any{ids, claims, states, taken, actions, sleeps, ats, results, effects, history,
+		e.cfg.HistoryKeepFirst, e.cfg.HistoryKeepLast}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -70,7 +71,7 @@ func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	b.Queue("BEGIN")
 	b.Queue(genericPlan)
 	b.Queue(claimSQL[req.stale], req.open, req.total, req.capped, req.caps,
-		e.cfg.HeartbeatTimeout.Seconds(), req.all)
+		e.cfg.HeartbeatTimeout.Seconds(), req.all, e.id)
 	b.Queue("COMMIT")
 	br := e.pool.SendBatch(ctx, b)
 	out, takenOver, next, err := readClaim(br, at)
@@ -79,7 +80,7 @@ func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	}
 	e.hooks.claimDone(ctx, at, &req, len(out), err)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("claim: %w", tasks.TranslateError(err))
+		return nil, time.Time{}, fmt.Errorf("claim: %w", dberr.Translate(err))
 	}
 	poll := out[:0]
 	for i, c := range out {
@@ -108,7 +109,7 @@ func (e *Executor) exhausted(c *claimed) bool {
 func (e *Executor) failClaimed(ctx context.Context, c *claimed) error {
 	var ok bool
 	if err := e.pool.QueryRow(ctx, `SELECT corotask.fail_claimed($1, $2)`, c.id, pgtype.UUID{Bytes: c.claim, Valid: true}).Scan(&ok); err != nil {
-		return tasks.TranslateError(err)
+		return dberr.Translate(err)
 	}
 	if ok {
 		e.log.Error("corotask: task failed for good: its polls stopped executors too many times", "task", c.id, "type", c.typ,
@@ -138,10 +139,11 @@ func readClaim(br pgx.BatchResults, at time.Time) (out []*claimed, takenOver []b
 			c        claimed
 			token    pgtype.UUID
 			failures *int32
+			attempt  *int32
 			stale    *bool
 			wake     *time.Time
 		)
-		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &token, &failures, &stale, &wake); err != nil {
+		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &token, &failures, &attempt, &stale, &wake); err != nil {
 			return nil, nil, time.Time{}, err
 		}
 		if typ == nil {
@@ -150,7 +152,7 @@ func readClaim(br pgx.BatchResults, at time.Time) (out []*claimed, takenOver []b
 			}
 			continue
 		}
-		c.id, c.typ, c.claim, c.failures, c.claimedAt = id, tasks.Type(*typ), token.Bytes, int(*failures), at
+		c.id, c.typ, c.claim, c.failures, c.attempt, c.claimedAt, c.takenOver = id, tasks.Type(*typ), token.Bytes, int(*failures), int(*attempt), at, *stale
 		out, takenOver = append(out, &c), append(takenOver, *stale)
 	}
 	rows.Close()
@@ -185,18 +187,29 @@ const genericPlan = "SET LOCAL plan_cache_mode = force_generic_plan"
 // still within its free slots. A claimed task gets a fresh claim token that
 // expires in $5 seconds unless renewed, and any inbox_next a dead poll left
 // joins its inbox; a task taken over from an expired claim has that attempt
-// counted as a failure. The last row (task_id NULL) carries the earliest
+// counted as a failure. The claim raises the task's attempt number and
+// records the claiming executor ($7) and the time. The last row (task_id NULL) carries the earliest
 // future wake_at of those types, so the executor knows when to look again.
 //
 // A task is not running exactly when its claim is NULL; the partial indexes
 // tasks_ready_idx and tasks_running_idx serve the two searches.
 var claimSQL = map[bool]string{
-	true:  fmt.Sprintf(claimTemplate, staleCTE, cappedPick),
-	false: fmt.Sprintf(claimTemplate, noStaleCTE, plainPick),
+	true:  fmt.Sprintf(claimTemplate, staleCTE, cappedPick, takenOverCTE),
+	false: fmt.Sprintf(claimTemplate, noStaleCTE, plainPick, ""),
 }
 
+// takenOverCTE records, in each task's history, the attempt whose expired
+// claim the statement took over. It is written whatever the type's History
+// option: takeovers are rare, and exactly what an operator looks for.
+const takenOverCTE = `, taken_over AS (
+    INSERT INTO corotask.history (task_id, attempt, outcome, executor_id, claimed_at, error)
+    SELECT s.task_id, s.attempts, 'taken_over', s.claimed_by, s.claimed_at, '` + takeoverError + `'
+    FROM stale s WHERE s.task_id IN (SELECT task_id FROM claimed)
+    ON CONFLICT DO NOTHING
+)`
+
 const staleCTE = `stale AS (
-    SELECT task_id, task_type FROM corotask.tasks
+    SELECT task_id, task_type, attempts, claimed_by, claimed_at FROM corotask.tasks
     WHERE claim IS NOT NULL AND claim_expires_at < now()
       AND done_at IS NULL AND task_type = ANY($6::text[])
     ORDER BY claim_expires_at
@@ -259,14 +272,17 @@ WITH open_ready AS (
         inbox = t.inbox || t.inbox_next,
         inbox_next = '{}',
         failures = t.failures + CASE WHEN t.claim IS NULL THEN 0 ELSE 1 END,
-        last_error = CASE WHEN t.claim IS NULL THEN t.last_error ELSE '` + takeoverError + `' END
+        last_error = CASE WHEN t.claim IS NULL THEN t.last_error ELSE '` + takeoverError + `' END,
+        attempts = t.attempts + 1,
+        claimed_by = $7,
+        claimed_at = now()
     WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
-    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.inbox, t.claim, t.failures
-)
-SELECT task_id, task_type, parent_id, inner_state, inbox, claim, failures,
+    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.inbox, t.claim, t.failures, t.attempts
+)%s
+SELECT task_id, task_type, parent_id, inner_state, inbox, claim, failures, attempts,
        task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz FROM claimed
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
     SELECT wake_at FROM corotask.tasks
     WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
       AND wake_at > now() AND task_type = ANY($6::text[])

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/corotask/corotask/heartbeat"
+	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -25,8 +26,13 @@ func (e *Executor) settle(pctx context.Context, c *claimed, out *outcome, opts t
 	ctx := context.WithoutCancel(pctx)
 	cause := context.Cause(pctx)
 	switch {
-	case errors.Is(cause, heartbeat.ErrClaimLost), errors.Is(cause, heartbeat.ErrRenewTimeout), errors.Is(cause, ErrCanceled):
+	case errors.Is(cause, ErrClaimLost), errors.Is(cause, ErrRenewTimeout), errors.Is(cause, ErrCanceled):
 		e.log.Warn("corotask: poll's claim was lost; its outcome is discarded", "task", c.id, "type", c.typ, "cause", cause)
+		outcome := "claim_lost"
+		if errors.Is(cause, ErrCanceled) {
+			outcome = "canceled"
+		}
+		e.recordLost(ctx, c, outcome, cause.Error(), opts.history())
 	case errors.Is(cause, ErrShutdown):
 		if err := e.retry(pctx, c, func() error { return e.release(ctx, 0, c) }); err != nil {
 			e.log.Error("corotask: release claim", "task", c.id, "error", err)
@@ -34,10 +40,10 @@ func (e *Executor) settle(pctx context.Context, c *claimed, out *outcome, opts t
 	case out.err != nil:
 		e.fail(ctx, pctx, c, out.err, opts)
 	default:
-		err := e.commit(ctx, pctx, c, out)
+		err := e.commit(ctx, pctx, c, out, opts.history())
 		switch {
 		case err == nil:
-		case !retryable(err):
+		case !transient(err):
 			// The database refused the poll's effects (a message to an ended
 			// task, a failing OnCommit): the poll fails as a whole.
 			e.fail(ctx, pctx, c, err, opts)
@@ -55,20 +61,20 @@ var errOnCommit = errors.New("OnCommit")
 // commit writes a successful poll's outcome, fenced on its claim: through
 // the batch committer when it runs and the poll has no OnCommit work (many
 // polls then share one transaction), else in a transaction of its own.
-func (e *Executor) commit(ctx, pctx context.Context, c *claimed, out *outcome) error {
+func (e *Executor) commit(ctx, pctx context.Context, c *claimed, out *outcome, history int16) error {
 	if len(out.onCommit) == 0 {
-		if err, queued := e.queueCommit(ctx, c, out); queued && err == nil {
+		if err, queued := e.queueCommit(ctx, c, out, history); queued && err == nil {
 			return nil
 		}
 		// Not queued, or the batch failed: commit on its own, where an
 		// error concerns this poll alone.
 	}
-	return e.retry(pctx, c, func() error { return e.commitTx(ctx, c, out) })
+	return e.retry(pctx, c, func() error { return e.commitTx(ctx, c, out, history) })
 }
 
 // commitTx commits one poll in its own transaction, with its OnCommit work.
-func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome) error {
-	args, err := commitArgs([]*pendingCommit{{c: c, out: out}})
+func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome, history int16) error {
+	args, err := e.commitArgs([]*pendingCommit{{c: c, out: out, history: history}})
 	if err != nil {
 		return err
 	}
@@ -85,9 +91,11 @@ func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome) error
 		}
 		ok = true
 		for _, fn := range out.onCommit {
-			if err := fn(ctx, tx); err != nil {
-				if tx.Conn().IsClosed() {
-					// The connection broke, not fn: the commit is retried.
+			if err := runOnCommit(ctx, tx, fn); err != nil {
+				if tx.Conn().IsClosed() || transientDBError(err) {
+					// The connection or the database failed, not fn (a lock
+					// wait past statement_timeout, a serialization failure):
+					// the whole commit is retried.
 					return err
 				}
 				return fmt.Errorf("%w: %w", errOnCommit, err)
@@ -96,16 +104,31 @@ func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome) error
 		return nil
 	})
 	if err != nil {
-		return tasks.TranslateError(err)
+		return dberr.Translate(err)
 	}
-	e.logCommitted(c, out, ok)
+	e.logCommitted(ctx, c, out, ok, history)
 	return nil
 }
 
-func (e *Executor) logCommitted(c *claimed, out *outcome, ok bool) {
+// runOnCommit runs fn, turning a panic into a *PanicError: the transaction
+// is then rolled back and the poll fails, as for an error from fn.
+func runOnCommit(ctx context.Context, tx pgx.Tx, fn func(context.Context, pgx.Tx) error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = recovered("OnCommit", v)
+		}
+	}()
+	return fn(ctx, tx)
+}
+
+// commitRefused is the history's error of a poll whose commit the fence refused.
+const commitRefused = "commit refused: the claim was lost (task canceled or taken by another executor)"
+
+func (e *Executor) logCommitted(ctx context.Context, c *claimed, out *outcome, ok bool, history int16) {
 	e.hooks.committed(c, ok)
 	if !ok {
-		e.log.Warn("corotask: commit refused: the claim was lost (task canceled or taken by another executor)", "task", c.id, "type", c.typ)
+		e.log.Warn("corotask: "+commitRefused, "task", c.id, "type", c.typ)
+		e.recordLost(ctx, c, "claim_lost", commitRefused, history)
 		return
 	}
 	if e.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -117,16 +140,19 @@ func (e *Executor) logCommitted(c *claimed, out *outcome, ok bool) {
 // fail records a failed poll: failures+1, last_error, backoff; or the end of
 // the task when it reached its type's MaxFailures.
 func (e *Executor) fail(ctx, pctx context.Context, c *claimed, pollErr error, opts typeOptions) {
-	delay := backoff(e.cfg.BackoffMin, e.cfg.BackoffMax, c.failures+1)
+	delay := backoff(cmp.Or(opts.backoffMin, e.cfg.BackoffMin), cmp.Or(opts.backoffMax, e.cfg.BackoffMax), c.failures+1)
 	attrs := []any{"task", c.id, "type", c.typ, "failures", c.failures + 1, "error", pollErr}
+	outcome, stack := "failed", ""
 	var p *PanicError
 	if errors.As(pollErr, &p) {
 		attrs = append(attrs, "stack", string(p.Stack))
+		outcome, stack = "panicked", storableText(string(p.Stack))
 	}
 	var lost, ended bool
 	err := e.retry(pctx, c, func() error {
-		return e.pool.QueryRow(ctx, `SELECT claim_lost, ended FROM corotask.fail_poll($1, $2, $3, $4, $5)`,
-			c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, storableText(pollErr.Error()), delay, opts.maxFailures).Scan(&lost, &ended)
+		return e.pool.QueryRow(ctx, `SELECT claim_lost, ended FROM corotask.fail_poll($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, storableText(pollErr.Error()), delay, opts.maxFailures,
+			outcome, stack, opts.history(), e.cfg.HistoryKeepFirst, e.cfg.HistoryKeepLast).Scan(&lost, &ended)
 	})
 	e.hooks.failed(c, pollErr, lost, ended, err)
 	switch {
@@ -138,6 +164,19 @@ func (e *Executor) fail(ctx, pctx context.Context, c *claimed, pollErr error, op
 		e.log.Error("corotask: task failed for good after too many failures", attrs...)
 	default:
 		e.log.Warn("corotask: poll failed; retrying later", append(attrs, "retry_in", delay)...)
+	}
+}
+
+// recordLost records, in the task's history, a poll whose claim was lost
+// (or whose task was canceled) before it could commit. The claim is gone, so
+// this is best effort: one try, logged when it fails.
+func (e *Executor) recordLost(ctx context.Context, c *claimed, outcome, reason string, history int16) {
+	if history == 0 {
+		return
+	}
+	if _, err := e.pool.Exec(ctx, `SELECT corotask.record_lost($1, $2, $3, $4, $5, $6)`,
+		c.id, c.attempt, outcome, e.id, c.claimedAt, storableText(reason)); err != nil {
+		e.log.Warn("corotask: record lost claim in history", "task", c.id, "error", dberr.Translate(err))
 	}
 }
 
@@ -158,7 +197,7 @@ func (e *Executor) release(ctx context.Context, delay time.Duration, cs ...*clai
 	}
 	var n int
 	if err := e.pool.QueryRow(ctx, `SELECT corotask.release_claims($1, $2, $3)`, ids, tokens, delay).Scan(&n); err != nil {
-		return fmt.Errorf("release %d claims: %w", len(cs), tasks.TranslateError(err))
+		return fmt.Errorf("release %d claims: %w", len(cs), dberr.Translate(err))
 	}
 	e.log.Info("corotask: released claims", "claims", n)
 	return nil
@@ -170,10 +209,10 @@ func (e *Executor) release(ctx context.Context, delay time.Duration, cs ...*clai
 func (e *Executor) retry(pctx context.Context, c *claimed, write func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := write()
-		if err == nil || !retryable(err) {
+		if err == nil || !transient(err) {
 			return err
 		}
-		if cause := context.Cause(pctx); errors.Is(cause, heartbeat.ErrRenewTimeout) || errors.Is(cause, heartbeat.ErrClaimLost) {
+		if cause := context.Cause(pctx); errors.Is(cause, ErrRenewTimeout) || errors.Is(cause, ErrClaimLost) {
 			return fmt.Errorf("%w (%w)", err, cause)
 		}
 		if attempt >= 100 {
@@ -188,27 +227,67 @@ func (e *Executor) retry(pctx context.Context, c *claimed, write func() error) e
 			t.Stop()
 			// Canceled only for shutdown or a lost claim: one more try below
 			// unless the claim is gone.
-			if cause := context.Cause(pctx); errors.Is(cause, heartbeat.ErrRenewTimeout) || errors.Is(cause, heartbeat.ErrClaimLost) {
+			if cause := context.Cause(pctx); errors.Is(cause, ErrRenewTimeout) || errors.Is(cause, ErrClaimLost) {
 				return fmt.Errorf("%w (%w)", err, cause)
 			}
 		}
 	}
 }
 
-// retryable reports whether err may go away by itself: anything but an error
-// the server raised, a corotask sentinel, or a failing OnCommit.
-func retryable(err error) bool {
+// transient reports whether err is the database's fault rather than the
+// poll's, and may go away if the write is tried again. It knows what is
+// permanent and treats the rest as transient:
+//
+//   - corotask's own refusals: its sentinels (tasks.ErrNotFound, ErrEnded,
+//     ErrTooLarge, ErrExists) and SQLSTATEs of class CT;
+//   - what the poll wrote or ran: data exceptions (class 22), integrity
+//     constraint violations (23), syntax errors and access rules (42),
+//     errors raised by user code (class P0: RAISE EXCEPTION, ASSERT),
+//     cardinality violations (21), features not supported (0A), values past
+//     a program limit (54), errors of external and SQL routines (38, 39, 2F),
+//     and WITH CHECK OPTION violations (44);
+//   - a panic, or an error an OnCommit function returned that is not a
+//     database error.
+//
+// Everything else the server reports is transient: a statement canceled by
+// statement_timeout (57014), a lock not available (55P03), a read-only
+// server after a failover (25006), too many connections (53300),
+// serialization failures and deadlocks (40001, 40P01), lost or refused
+// connections (class 08), a server shutting down or starting up (57P01-
+// 57P03), and so is an error from the driver itself (a broken connection).
+func transient(err error) bool {
+	if err == nil || errors.Is(err, tasks.ErrEnded) || errors.Is(err, tasks.ErrNotFound) ||
+		errors.Is(err, tasks.ErrTooLarge) || errors.Is(err, tasks.ErrExists) {
+		return false
+	}
+	var p *PanicError
+	if errors.As(err, &p) {
+		return false
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		// Serialization failures and deadlocks are worth another try; so are
-		// a connection the server closed or refused (class 08, 53300), being
-		// terminated or a server shutting down or starting up (57P01-57P03).
-		switch pgErr.Code {
-		case "40001", "40P01", "53300", "57P01", "57P02", "57P03":
-			return true
-		}
-		return strings.HasPrefix(pgErr.Code, "08")
+		return !permanentSQLState(pgErr.Code)
 	}
-	return !errors.Is(err, errOnCommit) && !errors.Is(err, tasks.ErrEnded) && !errors.Is(err, tasks.ErrNotFound) &&
-		!errors.Is(err, tasks.ErrTooLarge) && !errors.Is(err, tasks.ErrExists) && !errors.Is(err, context.DeadlineExceeded)
+	return !errors.Is(err, errOnCommit)
+}
+
+// transientDBError reports whether err holds a database error that is
+// transient: an OnCommit function's own errors are permanent, but not the
+// database's errors it passes on.
+func transientDBError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && transient(err)
+}
+
+// permanentSQLState reports whether a SQLSTATE says the statement itself is
+// at fault, so that running it again would fail again.
+func permanentSQLState(code string) bool {
+	if len(code) != 5 {
+		return false
+	}
+	switch code[:2] {
+	case "CT", "0A", "21", "22", "23", "2F", "38", "39", "42", "44", "54", "P0":
+		return true
+	}
+	return false
 }

@@ -59,6 +59,12 @@ type Config struct {
 	// BackoffMax, with jitter. Defaults 1s and 10m; neither may be negative,
 	// and BackoffMin must not exceed BackoffMax.
 	BackoffMin, BackoffMax time.Duration
+	// HistoryKeepFirst and HistoryKeepLast bound each task's history
+	// (corotask.history): its first HistoryKeepFirst attempts and its last
+	// HistoryKeepLast are kept, those in between deleted as new ones are
+	// recorded. Defaults 20 and 100; must not be negative (0 takes the
+	// default).
+	HistoryKeepFirst, HistoryKeepLast int
 	// Logger receives the executor's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Hooks observe the executor's claims, polls, commits and heartbeats,
@@ -77,6 +83,8 @@ func (c Config) withDefaults() Config {
 	c.RetentionInterval = cmp.Or(c.RetentionInterval, time.Minute)
 	c.BackoffMin = cmp.Or(c.BackoffMin, time.Second)
 	c.BackoffMax = cmp.Or(c.BackoffMax, 10*time.Minute)
+	c.HistoryKeepFirst = cmp.Or(c.HistoryKeepFirst, 20)
+	c.HistoryKeepLast = cmp.Or(c.HistoryKeepLast, 100)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -84,8 +92,13 @@ func (c Config) withDefaults() Config {
 // validate checks a Config that has its defaults, and says which field is
 // wrong and why.
 func (c Config) validate() error {
-	if c.Concurrency < 0 {
-		return fmt.Errorf("executor: Config.Concurrency (%d) must not be negative", c.Concurrency)
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"Concurrency", c.Concurrency}, {"HistoryKeepFirst", c.HistoryKeepFirst}, {"HistoryKeepLast", c.HistoryKeepLast}} {
+		if n.v < 0 {
+			return fmt.Errorf("executor: Config.%s (%d) must not be negative", n.name, n.v)
+		}
 	}
 	for _, d := range []struct {
 		name string

@@ -37,8 +37,8 @@
 //     in-flight polls in one statement per HeartbeatInterval. If a claim is
 //     lost (the task was canceled, or taken by another executor after this
 //     one stalled) or cannot be renewed within HeartbeatTimeout, the poll's
-//     context is canceled with heartbeat.ErrClaimLost, ErrCanceled or
-//     heartbeat.ErrRenewTimeout as its cause.
+//     context is canceled with ErrClaimLost, ErrCanceled or
+//     ErrRenewTimeout as its cause.
 //  3. Commit. One transaction, fenced on the claim token: if the claim no
 //     longer matches, nothing is written. Otherwise the state is saved; the
 //     inbox becomes the messages the poll did not Pop followed by those that

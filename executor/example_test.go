@@ -193,7 +193,7 @@ func ExampleExecutor_PollOnce() {
 			panic(err)
 		}
 		line := fmt.Sprintf("%-12s polled %d: %s, state %s", what, n, task.Status, task.State)
-		if task.Status == tasks.Done {
+		if task.Status == tasks.StatusDone {
 			line += ", result " + string(task.Result)
 		}
 		fmt.Println(line)

@@ -12,22 +12,34 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/heartbeat"
+	"github.com/corotask/corotask/internal/cause"
 	"github.com/corotask/corotask/tasks"
 )
 
-// ErrShutdown is the cause of a poll's context when the executor stopped
-// before the poll finished (after Config.ShutdownTimeout). Its claim is
-// released, not counted as a failure.
-var ErrShutdown = errors.New("executor shutting down")
-
-// ErrCanceled is the cause of a poll's context when its task was canceled.
-var ErrCanceled = errors.New("task canceled")
+// The causes of a poll's context being canceled (context.Cause(ctx)), all
+// defined here. After any of them the poll's outcome is not committed.
+var (
+	// ErrClaimLost: the claim no longer matches the database: the task was
+	// canceled, released, or claimed by another executor after this one's
+	// claim expired.
+	ErrClaimLost = cause.ClaimLost
+	// ErrRenewTimeout: the claim could not be renewed (database errors, or a
+	// renewal that did not finish in time) before it expired; by then another
+	// executor may own the task, so the poll must stop.
+	ErrRenewTimeout = cause.RenewTimeout
+	// ErrCanceled: the task was canceled (tasks.Cancel).
+	ErrCanceled = cause.Canceled
+	// ErrShutdown: the executor stopped before the poll finished (after
+	// Config.ShutdownTimeout). Its claim is released, not counted as a failure.
+	ErrShutdown = cause.Shutdown
+)
 
 // Executor claims ready tasks of the types registered with it, polls them
 // and commits their outcomes. Create one with New, register pollers with
 // Register, then call Run. Any number of executors, in any number of
 // processes, may work on one database.
 type Executor struct {
+	id     tasks.ID // see ID
 	pool   *pgxpool.Pool
 	cfg    Config
 	log    *slog.Logger
@@ -74,6 +86,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Executor {
 	cancel()
 	cfg = cfg.withDefaults()
 	return &Executor{
+		id:     tasks.NewID(),
 		pool:   pool,
 		cfg:    cfg,
 		cfgErr: cfg.validate(),
@@ -148,6 +161,12 @@ func (e *Executor) Run(ctx context.Context) error {
 			"heartbeat_interval", e.cfg.HeartbeatInterval, "heartbeat_timeout", e.cfg.HeartbeatTimeout)
 	}
 
+	// Registered before the first claim, so that the tasks it serves are
+	// not reported unserved; a failure is retried at the next refresh.
+	if err := e.seen(ctx); err != nil {
+		e.log.Warn("corotask: register this executor", "error", err)
+	}
+
 	// Polls and background loops outlive ctx: they are stopped by the
 	// shutdown sequence below, not by ctx itself.
 	pollBase, stopPolls := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -158,6 +177,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		go func() { defer loops.Done(); f(bg) }()
 	}
 	goLoop(func(ctx context.Context) { _ = e.keeper.Run(ctx) })
+	goLoop(e.announce)
 	committing, stopCommitting := context.WithCancel(bg)
 	e.mu.Lock()
 	e.committing = committing
@@ -201,6 +221,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	stopCommitting()
 	stopBg()
 	loops.Wait()
+	e.deregister()
 	e.mu.Lock()
 	e.running = false
 	e.mu.Unlock()
@@ -302,7 +323,7 @@ func (e *Executor) start(pollBase context.Context, c *claimed) bool {
 	if old, ok := e.inflight[c.id]; ok {
 		e.mu.Unlock()
 		e.log.Warn("corotask: took back a task whose heartbeat went stale while polled here", "task", c.id)
-		old.cancel(heartbeat.ErrClaimLost)
+		old.cancel(ErrClaimLost)
 		return false
 	}
 	pctx, cancel := context.WithCancelCause(pollBase)

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/executor"
-	"github.com/corotask/corotask/heartbeat"
 	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/envelope"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
@@ -123,7 +123,7 @@ func TestFibonacciFanOutFanInAcrossExecutors(t *testing.T) {
 	}
 	root, err := tasks.Create(ctx, db, tasks.Spec{Type: "fib", State: fibState{N: 12}})
 	require.NoError(t, err)
-	task := waitStatus(t, db, root, tasks.Done)
+	task := waitStatus(t, db, root, tasks.StatusDone)
 	require.JSONEq(t, "144", string(task.Result))
 
 	var count, done int
@@ -170,7 +170,7 @@ func TestMessageSentDuringPollIsSeenByTheNextPoll(t *testing.T) {
 	// task ready at once, with the message moved into its inbox.
 	task, err = tasks.Get(ctx, db, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Ready, task.Status)
+	require.Equal(t, tasks.StatusReady, task.Status)
 	require.Equal(t, 1, task.InboxLen)
 	require.Equal(t, 0, task.InboxNextLen)
 
@@ -180,7 +180,7 @@ func TestMessageSentDuringPollIsSeenByTheNextPoll(t *testing.T) {
 	require.Equal(t, []int{0, 1}, seen)
 	task, err = tasks.Get(ctx, db, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Done, task.Status)
+	require.Equal(t, tasks.StatusDone, task.Status)
 	require.Equal(t, 0, task.InboxLen)
 }
 
@@ -271,11 +271,11 @@ func TestStolenClaim(t *testing.T) {
 	}))
 	start(t, b)
 
-	task := waitStatus(t, db, id, tasks.Done)
+	task := waitStatus(t, db, id, tasks.StatusDone)
 	require.JSONEq(t, `"B"`, string(task.Result))
 	select {
 	case cause := <-aCause:
-		require.ErrorIs(t, cause, heartbeat.ErrClaimLost)
+		require.ErrorIs(t, cause, executor.ErrClaimLost)
 	case <-time.After(30 * time.Second):
 		t.Fatal("A's poll was not canceled")
 	}
@@ -299,21 +299,22 @@ func TestCommitWithStaleClaimChangesNothing(t *testing.T) {
 	child := tasks.NewID()
 	rows, err := db.Query(ctx, `SELECT corotask.commit_polls(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['"A"'::jsonb], ARRAY[1], ARRAY['done'],
 		ARRAY[NULL::float8], ARRAY[NULL::timestamptz], ARRAY['"A"'::jsonb],
-		ARRAY[jsonb_build_object('spawn', jsonb_build_array(jsonb_build_object('id', $3::uuid, 'type', 'kid')))])`, id, first, child)
+		ARRAY[jsonb_build_object('spawn', jsonb_build_array(jsonb_build_object('id', $3::uuid, 'type', 'kid')))],
+		ARRAY[1::smallint], 20, 100)`, id, first, child)
 	require.NoError(t, err)
 	require.False(t, rows.Next(), "nothing committed")
 	rows.Close()
 	require.NoError(t, rows.Err())
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Running, task.Status)
+	require.Equal(t, tasks.StatusRunning, task.Status)
 	require.JSONEq(t, `"initial"`, string(task.State))
 	require.Equal(t, 1, task.InboxLen)
 	_, err = tasks.Get(ctx, db, child)
 	require.ErrorIs(t, err, tasks.ErrNotFound)
 
 	var lost, ended bool
-	require.NoError(t, db.QueryRow(ctx, `SELECT claim_lost, ended FROM corotask.fail_poll($1, $2::uuid, 'x', '1s', 0)`, id, first).Scan(&lost, &ended))
+	require.NoError(t, db.QueryRow(ctx, `SELECT claim_lost, ended FROM corotask.fail_poll($1, $2::uuid, 'x', '1s', 0, 'failed', '', 1::smallint, 20, 100)`, id, first).Scan(&lost, &ended))
 	require.True(t, lost)
 	task, err = tasks.Get(ctx, db, id)
 	require.NoError(t, err)
@@ -359,7 +360,7 @@ func TestErrorAndPanicBackOffAndKeepStateAndMessages(t *testing.T) {
 			}
 			task, err := tasks.Get(ctx, db, id)
 			require.NoError(t, err)
-			require.Equal(t, tasks.Sleeping, task.Status)
+			require.Equal(t, tasks.StatusRetrying, task.Status)
 			require.JSONEq(t, `{"Count":1}`, string(task.State))
 			require.Equal(t, 1, task.InboxLen, "the popped message is still there")
 			require.Equal(t, 1, task.Failures)
@@ -397,7 +398,7 @@ func TestSuccessResetsFailures(t *testing.T) {
 		_, _ = e.PollOnce(ctx)
 		task, err := tasks.Get(ctx, db, id)
 		require.NoError(t, err)
-		return task.Status == tasks.Suspended
+		return task.Status == tasks.StatusSuspended
 	})
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
@@ -424,7 +425,7 @@ func TestMaxFailuresEndsTaskAndTellsParent(t *testing.T) {
 		_, _ = e.PollOnce(ctx)
 		task, err := tasks.Get(ctx, db, child)
 		require.NoError(t, err)
-		return task.Status == tasks.Failed
+		return task.Status == tasks.StatusFailed
 	})
 	task, err := tasks.Get(ctx, db, child)
 	require.NoError(t, err)
@@ -434,13 +435,11 @@ func TestMaxFailuresEndsTaskAndTellsParent(t *testing.T) {
 	p, err := tasks.Get(ctx, db, parent)
 	require.NoError(t, err)
 	require.Len(t, p.Inbox, 1)
-	in, err := inbox.New[json.RawMessage](parent, [][]byte{p.Inbox[0]})
-	require.NoError(t, err)
-	m, _ := in.Pop()
+	m := envelope.Decode[json.RawMessage](parent, [][]byte{p.Inbox[0]})[0]
 	require.Equal(t, child, m.From)
 	require.True(t, m.Done)
 	require.Equal(t, "always fails", m.Err)
-	require.Equal(t, tasks.Ready, p.Status, "the completion woke the parent")
+	require.Equal(t, tasks.StatusReady, p.Status, "the completion woke the parent")
 }
 
 func TestCancelRunningTask(t *testing.T) {
@@ -471,7 +470,7 @@ func TestCancelRunningTask(t *testing.T) {
 	}
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Canceled, task.Status)
+	require.Equal(t, tasks.StatusCanceled, task.Status)
 	p, err := tasks.Get(ctx, db, parent)
 	require.NoError(t, err)
 	require.Equal(t, 1, p.InboxLen)
@@ -502,7 +501,7 @@ func TestShutdownReleasesClaims(t *testing.T) {
 	for _, id := range ids {
 		task, err := tasks.Get(ctx, db, id)
 		require.NoError(t, err)
-		require.Equal(t, tasks.Ready, task.Status, "released, not left to go stale")
+		require.Equal(t, tasks.StatusUnserved, task.Status, "released, not left to go stale; its executor stopped")
 		require.Zero(t, task.Failures, "a release is not a failure")
 	}
 
@@ -513,7 +512,7 @@ func TestShutdownReleasesClaims(t *testing.T) {
 	began := time.Now()
 	start(t, b)
 	for _, id := range ids {
-		waitStatus(t, db, id, tasks.Done)
+		waitStatus(t, db, id, tasks.StatusDone)
 	}
 	require.Less(t, time.Since(began), 30*time.Second)
 }
@@ -531,7 +530,7 @@ func TestExecutorSurvivesKilledConnections(t *testing.T) {
 
 	first, err := tasks.Create(ctx, admin, tasks.Spec{Type: "job"})
 	require.NoError(t, err)
-	waitStatus(t, admin, first, tasks.Done)
+	waitStatus(t, admin, first, tasks.StatusDone)
 
 	var killed int
 	require.NoError(t, admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
@@ -545,7 +544,7 @@ func TestExecutorSurvivesKilledConnections(t *testing.T) {
 		ids = append(ids, id)
 	}
 	for _, id := range ids {
-		waitStatus(t, admin, id, tasks.Done)
+		waitStatus(t, admin, id, tasks.StatusDone)
 	}
 }
 
@@ -578,7 +577,7 @@ func runTasks(t *testing.T, db *pgxpool.Pool, e *executor.Executor, typ tasks.Ty
 	start(t, e)
 	during()
 	waitFor(t, "all done", func() bool {
-		list, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.Done, Limit: n + 1})
+		list, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.StatusDone, Limit: n + 1})
 		require.NoError(t, err)
 		return len(list) == n
 	})
@@ -651,12 +650,12 @@ func TestCommittingPollFreesItsSlot(t *testing.T) {
 	quick, err := tasks.Create(ctx, db, tasks.Spec{Type: "quick"})
 	require.NoError(t, err)
 	close(locked)
-	waitStatus(t, db, quick, tasks.Done)
+	waitStatus(t, db, quick, tasks.StatusDone)
 	task, err := tasks.Get(ctx, db, slow)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Running, task.Status, "the slow task's commit waits on the lock")
+	require.Equal(t, tasks.StatusRunning, task.Status, "the slow task's commit waits on the lock")
 	require.NoError(t, tx.Rollback(ctx))
-	waitStatus(t, db, slow, tasks.Done)
+	waitStatus(t, db, slow, tasks.StatusDone)
 }
 
 func TestRegister(t *testing.T) {
@@ -665,10 +664,14 @@ func TestRegister(t *testing.T) {
 	p := executor.PollerFunc[int, int](func(context.Context, *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Done(), nil
 	})
-	require.NoError(t, executor.RegisterSafely(e, "a", p))
-	require.ErrorIs(t, executor.RegisterSafely(e, "a", p), executor.ErrDuplicateType)
+	h, err := executor.RegisterSafely(e, "a", p)
+	require.NoError(t, err)
+	require.Equal(t, tasks.Type("a"), h.Type())
+	_, err = executor.RegisterSafely(e, "a", p)
+	require.ErrorIs(t, err, executor.ErrDuplicateType)
 	require.Panics(t, func() { executor.Register(e, "a", p) })
-	require.ErrorContains(t, executor.RegisterSafely(e, "", p), "invalid task type")
+	_, err = executor.RegisterSafely(e, "", p)
+	require.ErrorContains(t, err, "invalid task type")
 }
 
 func TestRetentionDeletesExpiredTasks(t *testing.T) {

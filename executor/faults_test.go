@@ -126,7 +126,7 @@ func TestCommitAfterConnectionTerminatedIsRetried(t *testing.T) {
 	require.Equal(t, 1, n)
 	task, err := tasks.Get(ctx, admin, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Done, task.Status, "last error: %s; logs: %v", task.LastError, logs.containing("corotask"))
+	require.Equal(t, tasks.StatusDone, task.Status, "last error: %s; logs: %v", task.LastError, logs.containing("corotask"))
 	require.Zero(t, task.Failures)
 	require.JSONEq(t, `"polled"`, string(task.State))
 	require.Empty(t, logs.containing("poll failed"))
@@ -219,7 +219,10 @@ func TestRenewalAndCommitDoNotDeadlock(t *testing.T) {
 			ids[0], ids[1] = ids[1], ids[0]
 		}
 		a, b := ids[0], ids[1]
-		_, err := tasks.CreateMany(ctx, admin, []tasks.Spec{{ID: a, Type: "x"}, {ID: b, Type: "x"}})
+		// A type per round: the previous round's b is ready again (it got a
+		// message), and must not take a slot of this round's executor.
+		typ := tasks.Type(fmt.Sprintf("x%d", round))
+		_, err := tasks.CreateMany(ctx, admin, []tasks.Spec{{ID: a, Type: typ}, {ID: b, Type: typ}})
 		require.NoError(t, err)
 
 		// An executor runs both tasks; a is committing: it holds a's row and
@@ -230,7 +233,7 @@ func TestRenewalAndCommitDoNotDeadlock(t *testing.T) {
 		e := executor.New(namedPool(t, url, app), cfg)
 		entered := make(chan tasks.ID, 2)
 		release := make(chan struct{})
-		executor.Register(e, "x", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
+		executor.Register(e, typ, executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 			entered <- t.ID
 			<-release
 			return executor.Suspend(), nil
@@ -303,7 +306,7 @@ func TestOnCommitOnBrokenConnectionIsRetried(t *testing.T) {
 	require.True(t, broke.Load())
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Done, task.Status, "last error: %s", task.LastError)
+	require.Equal(t, tasks.StatusDone, task.Status, "last error: %s", task.LastError)
 	require.Zero(t, task.Failures)
 	var written int
 	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM public.written`).Scan(&written))

@@ -21,9 +21,10 @@ type fuzzMsg struct{ N int }
 
 // FuzzPollDecodesStateAndInbox stores arbitrary JSON as a task's state and as
 // an inbox entry (as a user's SQL could), and polls it: the poll either
-// commits, having taken the message, or fails saying what does not decode,
-// leaving the state and the message as they were. It never panics, never
-// drops the message. Run with:
+// commits, having taken the message (decoded, or delivered with its decode
+// error), or fails because the state does not decode, leaving the state and
+// the message as they were. It never panics, never drops the message unseen.
+// Run with:
 //
 //	go test ./executor -run '^$' -fuzz FuzzPollDecodesStateAndInbox -fuzztime 1m
 func FuzzPollDecodesStateAndInbox(f *testing.F) {
@@ -51,6 +52,10 @@ func FuzzPollDecodesStateAndInbox(f *testing.F) {
 			if !ok {
 				break
 			}
+			if m.DecodeErr != nil {
+				t.State.Names = append(t.State.Names, "poison")
+				continue
+			}
 			t.State.Count += m.Body.N
 		}
 		return executor.Suspend(), nil
@@ -71,14 +76,14 @@ func FuzzPollDecodesStateAndInbox(f *testing.F) {
 		task, gerr := tasks.Get(ctx, db, id)
 		require.NoError(t, gerr)
 		if err == nil {
-			require.Equal(t, tasks.Suspended, task.Status)
+			require.Equal(t, tasks.StatusSuspended, task.Status)
 			require.Zero(t, task.InboxLen, "the message was taken")
 			require.Zero(t, task.Failures)
 			return
 		}
-		require.ErrorContains(t, err, "does not decode")
+		require.ErrorContains(t, err, "state does not decode")
 		require.Equal(t, 1, task.Failures)
-		require.Contains(t, task.LastError, "does not decode")
+		require.Contains(t, task.LastError, "state does not decode")
 		require.Equal(t, 1, task.InboxLen, "the message is kept")
 		var same bool
 		require.NoError(t, db.QueryRow(ctx, `SELECT inner_state IS NOT DISTINCT FROM $2::jsonb AND inbox[1] = $3::jsonb

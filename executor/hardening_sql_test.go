@@ -57,7 +57,7 @@ func TestMixedHeartbeatTimeoutsAgree(t *testing.T) {
 	// 300ms. B must not take the task over.
 	require.Never(t, func() bool { return bPolls.Load() > 0 }, 2*time.Second, 20*time.Millisecond)
 	close(release)
-	task := waitStatus(t, db, id, tasks.Done)
+	task := waitStatus(t, db, id, tasks.StatusDone)
 	require.JSONEq(t, `"A"`, string(task.Result))
 	require.Zero(t, bPolls.Load())
 }
@@ -105,7 +105,7 @@ func TestTakeoverOfAnExpiredClaimCountsAnAttempt(t *testing.T) {
 		<-entered
 		task, err := tasks.Get(ctx, db, child)
 		require.NoError(t, err)
-		require.Equal(t, tasks.Running, task.Status)
+		require.Equal(t, tasks.StatusRunning, task.Status)
 		require.Equal(t, i, task.Failures, "takeovers so far")
 		waitFor(t, "the claim to expire", expired)
 	}
@@ -116,7 +116,7 @@ func TestTakeoverOfAnExpiredClaimCountsAnAttempt(t *testing.T) {
 	require.Empty(t, entered)
 	task, err := tasks.Get(ctx, db, child)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Failed, task.Status)
+	require.Equal(t, tasks.StatusFailed, task.Status)
 	require.Equal(t, 3, task.Failures)
 	require.Contains(t, task.LastError, takeoverText)
 
@@ -195,7 +195,7 @@ func TestRetentionKeepsParentsOfLiveTasks(t *testing.T) {
 	require.NoError(t, tasks.Cancel(ctx, db, root))
 	g, err := tasks.Get(ctx, db, grandchild)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Canceled, g.Status)
+	require.Equal(t, tasks.StatusCanceled, g.Status)
 
 	// Once its descendants have ended and expired, the leaves go first, then
 	// their parents, in one call.
@@ -238,12 +238,12 @@ func TestMessagesDoNotCutBackoffShort(t *testing.T) {
 	require.ErrorIs(t, err, errBoom)
 	before, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Sleeping, before.Status)
+	require.Equal(t, tasks.StatusRetrying, before.Status)
 
 	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "second"))
 	after, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Sleeping, after.Status, "a message does not end the backoff")
+	require.Equal(t, tasks.StatusRetrying, after.Status, "a message does not end the backoff")
 	require.Equal(t, before.WakeAt, after.WakeAt)
 	n, err := e.PollOnce(ctx)
 	require.NoError(t, err)
@@ -369,7 +369,7 @@ func TestDoneWithMessagesArrivedMeanwhilePollsAgain(t *testing.T) {
 
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Ready, task.Status, "not ended: a message arrived during the Done poll")
+	require.Equal(t, tasks.StatusReady, task.Status, "not ended: a message arrived during the Done poll")
 	require.JSONEq(t, "1", string(task.State))
 	require.Equal(t, 1, task.InboxLen)
 	o, err := tasks.Get(ctx, db, other)
@@ -385,7 +385,7 @@ func TestDoneWithMessagesArrivedMeanwhilePollsAgain(t *testing.T) {
 	require.Equal(t, []string{"first", "during"}, seen)
 	task, err = tasks.Get(ctx, db, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Done, task.Status)
+	require.Equal(t, tasks.StatusDone, task.Status)
 	require.JSONEq(t, "2", string(task.Result))
 	p, err = tasks.Get(ctx, db, parent)
 	require.NoError(t, err)

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/executor"
-	"github.com/corotask/corotask/heartbeat"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
@@ -93,13 +92,13 @@ func TestHeartbeatsDoNotWaitForAnExhaustedPool(t *testing.T) {
 		require.NoError(t, <-causes, "a poll was canceled")
 	}
 	for _, id := range ids {
-		waitStatus(t, admin, id, tasks.Done)
+		waitStatus(t, admin, id, tasks.StatusDone)
 	}
 	require.Zero(t, stolen.Load())
 }
 
 // A renewal that cannot finish (it waits for a table lock) cancels the polls
-// whose claims it was renewing with heartbeat.ErrRenewTimeout as soon as
+// whose claims it was renewing with executor.ErrRenewTimeout as soon as
 // their HeartbeatTimeout passes, not when the lock is released.
 func TestBlockedRenewalCancelsPollsAtTheTimeout(t *testing.T) {
 	t.Parallel()
@@ -132,7 +131,7 @@ func TestBlockedRenewalCancelsPollsAtTheTimeout(t *testing.T) {
 	locked := time.Now()
 	select {
 	case cause := <-causes:
-		require.True(t, errors.Is(cause, heartbeat.ErrRenewTimeout), "cause: %v", cause)
+		require.True(t, errors.Is(cause, executor.ErrRenewTimeout), "cause: %v", cause)
 		require.Less(t, time.Since(locked), timeout+2*time.Second, "canceled at about the heartbeat timeout")
 	case <-time.After(20 * time.Second):
 		t.Fatal("the poll was not canceled while its renewal was blocked")

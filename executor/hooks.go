@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/corotask/corotask/heartbeat"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -90,6 +89,12 @@ type PollInfo struct {
 	Attempt int
 	// InboxLen is how many messages the poll finds in its inbox.
 	InboxLen int
+	// TakenOver is set when this executor took the task over from an
+	// expired claim (its holder crashed, was killed or stalled); that
+	// attempt was counted as a failure. (An executor that finds its own
+	// poll's claim expired gives the task back instead of polling it: the
+	// poll that follows is not a takeover.)
+	TakenOver bool
 }
 
 // PollOutcome is how a poll ended.
@@ -110,8 +115,8 @@ const (
 	OutcomePanicked PollOutcome = "panicked"
 	// OutcomeClaimLost: the executor lost the task's claim during the poll
 	// or at its commit, and nothing of the poll was kept. PollResult.Err
-	// says how: heartbeat.ErrClaimLost (another executor took the task
-	// over after this one's heartbeat went stale), heartbeat.ErrRenewTimeout
+	// says how: ErrClaimLost (another executor took the task
+	// over after this one's heartbeat went stale), ErrRenewTimeout
 	// (the heartbeat could not be renewed in time), or ErrCommitFenced.
 	OutcomeClaimLost PollOutcome = "claim_lost"
 	// OutcomeCanceled: the task was canceled during the poll.
@@ -207,7 +212,7 @@ func (hc hookCaller) pollStart(ctx context.Context, c *claimed) context.Context 
 		return ctx
 	}
 	c.hooked = &pollRecord{info: PollInfo{Task: c.id, Type: c.typ, Parent: c.parent, Attempt: c.failures + 1,
-		InboxLen: len(c.inbox)}}
+		InboxLen: len(c.inbox), TakenOver: c.takenOver}}
 	ctx = hc.h.PollStart(ctx, &c.hooked.info)
 	c.hooked.started = time.Now()
 	return ctx
@@ -277,7 +282,7 @@ func (hc hookCaller) pollDone(pctx context.Context, c *claimed) {
 		switch {
 		case errors.Is(cause, ErrCanceled):
 			r.result.Outcome, r.result.Err = OutcomeCanceled, cause
-		case errors.Is(cause, heartbeat.ErrClaimLost), errors.Is(cause, heartbeat.ErrRenewTimeout):
+		case errors.Is(cause, ErrClaimLost), errors.Is(cause, ErrRenewTimeout):
 			r.result.Outcome, r.result.Err = OutcomeClaimLost, cause
 		case r.settled:
 		case errors.Is(cause, ErrShutdown):

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/executor"
-	"github.com/corotask/corotask/heartbeat"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
@@ -237,7 +236,7 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 	recA, recB := newRecorder(), newRecorder()
 
 	cfgA := fastConfig()
-	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 5*time.Second, time.Second
+	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 20*time.Second, 3*time.Second
 	cfgA.Concurrency = 1
 	cfgA.Hooks = recA
 	a := executor.New(testdb.Pool(t, url), cfgA)
@@ -252,21 +251,31 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 	start(t, a)
 	<-aEntered
 
+	// A stalls: its claim expires (A's next renewal is seconds away).
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second' WHERE task_id = $1`, id)
+	require.NoError(t, err)
 	cfgB := fastConfig()
-	cfgB.HeartbeatTimeout = 300 * time.Millisecond // A's heartbeat looks stale to B
 	cfgB.Hooks = recB
 	b := executor.New(testdb.Pool(t, url), cfgB)
 	executor.Register(b, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
 		return executor.DoneWith("B"), nil
 	}))
 	start(t, b)
-	waitStatus(t, db, id, tasks.Done)
+	waitStatus(t, db, id, tasks.StatusDone)
 	waitFor(t, "A's poll to settle", func() bool { return len(recA.results(id)) == 1 })
 	res := recA.results(id)[0]
 	require.Equal(t, executor.OutcomeClaimLost, res.Outcome)
-	require.ErrorIs(t, res.Err, heartbeat.ErrClaimLost)
+	require.ErrorIs(t, res.Err, executor.ErrClaimLost)
 	require.Equal(t, []executor.PollResult{{Outcome: executor.OutcomeCommitted, Action: "done", Duration: recB.results(id)[0].Duration}},
 		recB.results(id))
+	recA.mu.Lock()
+	require.False(t, recA.started[0].TakenOver)
+	recA.mu.Unlock()
+	recB.mu.Lock()
+	defer recB.mu.Unlock()
+	require.Len(t, recB.started, 1)
+	require.True(t, recB.started[0].TakenOver, "B took the task over from A's expired claim")
+	require.Equal(t, 2, recB.started[0].Attempt, "the takeover counted A's attempt")
 }
 
 // A hook's PollStart may return a context carrying values; a nil Hooks field

@@ -42,7 +42,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	_, err := admin.Exec(ctx, `
 		CREATE ROLE `+worker+` NOLOGIN;
 		GRANT USAGE ON SCHEMA corotask TO `+worker+`;
-		GRANT SELECT, INSERT, UPDATE, DELETE ON corotask.tasks TO `+worker+`;
+		GRANT SELECT, INSERT, UPDATE, DELETE ON corotask.tasks, corotask.history, corotask.executors TO `+worker+`;
 		GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA corotask TO `+worker+`;
 		CREATE ROLE `+sender+` NOLOGIN;
 		GRANT USAGE ON SCHEMA corotask TO `+sender+`;
@@ -80,7 +80,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	kids, err := tasks.List(ctx, workerDB, tasks.Filter{Parent: id})
 	require.NoError(t, err)
 	require.Len(t, kids, 1)
-	require.Equal(t, tasks.Done, kids[0].Status)
+	require.Equal(t, tasks.StatusDone, kids[0].Status)
 	n, err := e.DeleteExpired(ctx)
 	require.NoError(t, err)
 	require.Zero(t, n)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/envelope"
+	"github.com/corotask/corotask/internal/jsonenc"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -18,7 +20,43 @@ type Option func(*typeOptions)
 type typeOptions struct {
 	maxFailures int
 	concurrency int
+	// backoffMin and backoffMax override Config.BackoffMin/Max when set.
+	backoffMin, backoffMax time.Duration
+	noHistory              bool
+	snapshots              bool
 }
+
+// history is how the type's polls are recorded in corotask.history: 0 not
+// at all, 1 a row per poll, 2 a row with the state.
+func (o typeOptions) history() int16 {
+	switch {
+	case o.noHistory:
+		return 0
+	case o.snapshots:
+		return 2
+	}
+	return 1
+}
+
+// Backoff bounds the delay before a failed task of the type is polled
+// again, overriding Config.BackoffMin and BackoffMax: minDelay doubled for
+// each consecutive failure, capped at maxDelay, with jitter. Neither may be
+// negative, and minDelay must not exceed maxDelay.
+func Backoff(minDelay, maxDelay time.Duration) Option {
+	return func(o *typeOptions) { o.backoffMin, o.backoffMax = minDelay, maxDelay }
+}
+
+// History turns the recording of the type's polls in corotask.history on
+// (the default) or off. Turn it off for high-volume types whose tasks end at
+// their first poll, where a row per poll costs more than it tells. Operator
+// actions, takeovers of expired claims and released claims are recorded
+// either way.
+func History(on bool) Option { return func(o *typeOptions) { o.noHistory = !on } }
+
+// SnapshotState keeps the task's state, as each poll left it, in the poll's
+// history row (off by default): the inputs to replay a poller against in a
+// test, at the cost of a copy of the state per recorded poll.
+func SnapshotState(on bool) Option { return func(o *typeOptions) { o.snapshots = on } }
 
 // MaxFailures ends a task as failed (and tells its parent) after n
 // consecutive failed polls. The default, 0, retries for ever with backoff.
@@ -33,29 +71,38 @@ var ErrDuplicateType = errors.New("task type already registered")
 
 // Register registers p as the poller of tasks of type typ. It panics when typ
 // is invalid or already registered, or when the executor is running; see
-// RegisterSafely.
-func Register[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts ...Option) {
-	if err := RegisterSafely(e, typ, p, opts...); err != nil {
+// RegisterSafely. It returns the type's Handle, for creating, spawning and
+// sending to tasks of the type with S and M checked at compile time.
+func Register[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts ...Option) Handle[S, M] {
+	h, err := RegisterSafely(e, typ, p, opts...)
+	if err != nil {
 		panic(err)
 	}
+	return h
 }
 
 // RegisterSafely is Register, returning an error instead of panicking.
-func RegisterSafely[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts ...Option) error {
+func RegisterSafely[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts ...Option) (Handle[S, M], error) {
 	if err := typ.Validate(); err != nil {
-		return fmt.Errorf("register: %w", err)
+		return Handle[S, M]{}, fmt.Errorf("register: %w", err)
 	}
 	if p == nil {
-		return fmt.Errorf("register %s: nil poller", typ)
+		return Handle[S, M]{}, fmt.Errorf("register %s: nil poller", typ)
 	}
 	var o typeOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if o.maxFailures < 0 || o.concurrency < 0 {
-		return fmt.Errorf("register %s: MaxFailures and MaxConcurrency must not be negative", typ)
+		return Handle[S, M]{}, fmt.Errorf("register %s: MaxFailures and MaxConcurrency must not be negative", typ)
 	}
-	return e.register(typ, &typed[S, M]{p: p, opts: o})
+	if o.backoffMin < 0 || o.backoffMax < 0 || o.backoffMin > o.backoffMax {
+		return Handle[S, M]{}, fmt.Errorf("register %s: Backoff(%s, %s): min and max must not be negative, and min must not exceed max", typ, o.backoffMin, o.backoffMax)
+	}
+	if err := e.register(typ, &typed[S, M]{p: p, opts: o}); err != nil {
+		return Handle[S, M]{}, err
+	}
+	return Handle[S, M]{typ: typ}, nil
 }
 
 // handler runs polls of one registered type, hiding S and M from the executor.
@@ -73,10 +120,12 @@ type claimed struct {
 	inbox    [][]byte
 	claim    [16]byte
 	failures int
+	attempt  int // the task's attempt number this claim holds
 	// claimedAt is the local time just before the claim was sent: the
 	// heartbeat keeper counts the claim's age from it.
 	claimedAt time.Time
 	hooked    *pollRecord // what Config.Hooks learn of the poll; nil without hooks
+	takenOver bool        // claimed from another executor whose claim expired
 }
 
 // outcome is what a poll produced, ready to commit.
@@ -89,13 +138,27 @@ type outcome struct {
 	effects
 }
 
-// PanicError is the error of a poll that panicked.
+// PanicError is the error of a poll that panicked: while its state or
+// messages were decoded, in the poller, while its state or result were
+// encoded, or in an OnCommit function. Its text, stored as the task's
+// last_error, holds the panic's value and the stack of the goroutine that
+// panicked.
 type PanicError struct {
+	// Where says what panicked: "poller" (decoding, polling and encoding
+	// included) or "OnCommit".
+	Where string
 	Value any
 	Stack []byte
 }
 
-func (p *PanicError) Error() string { return fmt.Sprintf("poller panicked: %v", p.Value) }
+func (p *PanicError) Error() string {
+	return fmt.Sprintf("%s panicked: %v\n\n%s", p.Where, p.Value, p.Stack)
+}
+
+// recovered turns a recovered panic value into a *PanicError.
+func recovered(where string, v any) *PanicError {
+	return &PanicError{Where: where, Value: v, Stack: debug.Stack()}
+}
 
 type typed[S, M any] struct {
 	p    Poller[S, M]
@@ -104,28 +167,29 @@ type typed[S, M any] struct {
 
 func (h *typed[S, M]) options() typeOptions { return h.opts }
 
+// poll decodes the task, polls it and encodes what it asked for. All three
+// run user code (UnmarshalJSON, Poll, MarshalJSON), so all three are inside
+// one recover: a panic is a failed poll, never the end of the process.
 func (h *typed[S, M]) poll(ctx context.Context, c *claimed) (out *outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			out = &outcome{err: recovered("poller", v)}
+		}
+	}()
 	t := &Task[S, M]{ID: c.id, Type: c.typ, Parent: c.parent, Failures: c.failures}
 	if len(c.state) > 0 && string(c.state) != "null" {
 		if err := json.Unmarshal(c.state, &t.State); err != nil {
 			return &outcome{err: fmt.Errorf("task %s: state does not decode into %T: %w", c.id, t.State, err)}
 		}
 	}
-	in, err := inbox.New[M](c.id, c.inbox)
-	if err != nil {
-		return &outcome{err: err}
-	}
+	in := inbox.Of(envelope.Decode[M](c.id, c.inbox)...)
 	t.Inbox = in
-	defer func() {
-		if v := recover(); v != nil {
-			out = &outcome{err: &PanicError{Value: v, Stack: debug.Stack()}}
-		}
-	}()
 	act, err := h.p.Poll(ctx, t)
 	if err != nil {
 		return &outcome{err: err}
 	}
-	return finish(t.ID, &act, t.State, in.Taken(), &t.effects)
+	// What the poll popped leaves the stored inbox when it commits.
+	return finish(t.ID, &act, t.State, len(c.inbox)-in.Len(), &t.effects)
 }
 
 // finish validates and encodes what a successful poll asked for.
@@ -145,7 +209,7 @@ func finish(id tasks.ID, act *Action, state any, taken int, eff *effects) *outco
 	}
 	out := &outcome{state: st, taken: taken, action: *act, effects: *eff}
 	if act.kind == actDone && act.result != nil {
-		if out.result, err = tasks.EncodeJSON(act.result); err != nil {
+		if out.result, err = jsonenc.Encode(act.result); err != nil {
 			return &outcome{err: fmt.Errorf("task %s: encode result: %w", id, err)}
 		}
 	}

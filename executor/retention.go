@@ -34,6 +34,8 @@ func (e *Executor) retain(ctx context.Context) {
 // batches, and returns how many it deleted. Run calls it every
 // RetentionInterval; it is exported for operators' scripts and tests.
 //
+// A task's history is deleted with it, in the same statement.
+//
 // A task's record stays while it has children (of any status): leaves go
 // first, their parents at a later pass. Cancel then always reaches every live
 // descendant of a task through the records of its ended ones.
@@ -43,17 +45,24 @@ func (e *Executor) DeleteExpired(ctx context.Context) (int, error) {
 	}
 	total := 0
 	for range 100 {
-		tag, err := e.pool.Exec(ctx, `DELETE FROM corotask.tasks WHERE task_id IN (
-			SELECT t.task_id FROM corotask.tasks t
-			WHERE t.done_at IS NOT NULL AND t.done_at < now() - make_interval(secs => $1)
-			  AND NOT EXISTS (SELECT 1 FROM corotask.tasks c WHERE c.parent_id = t.task_id)
-			ORDER BY t.done_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, e.cfg.Retention.Seconds(), retentionBatch)
+		var n int
+		err := e.pool.QueryRow(ctx, `WITH deleted AS (
+			DELETE FROM corotask.tasks WHERE task_id IN (
+				SELECT t.task_id FROM corotask.tasks t
+				WHERE t.done_at IS NOT NULL AND t.done_at < now() - make_interval(secs => $1)
+				  AND NOT EXISTS (SELECT 1 FROM corotask.tasks c WHERE c.parent_id = t.task_id)
+				ORDER BY t.done_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+			RETURNING task_id
+		), history AS (
+			DELETE FROM corotask.history h USING deleted d WHERE h.task_id = d.task_id
+		)
+		SELECT count(*) FROM deleted`, e.cfg.Retention.Seconds(), retentionBatch).Scan(&n)
 		if err != nil {
 			return total, err
 		}
-		total += int(tag.RowsAffected())
+		total += n
 		// A pass that deleted leaves may have left their parents deletable.
-		if tag.RowsAffected() == 0 {
+		if n == 0 {
 			break
 		}
 	}

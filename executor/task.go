@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/jsonenc"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -85,12 +86,12 @@ func (e *effects) spawn(id tasks.ID, typ tasks.Type, state, msg any) {
 		e.fail(fmt.Errorf("spawn: %w", err))
 		return
 	}
-	st, err := tasks.EncodeJSON(state)
+	st, err := jsonenc.Encode(state)
 	if err != nil {
 		e.fail(fmt.Errorf("spawn %s: state: %w", typ, err))
 		return
 	}
-	m, err := tasks.EncodeJSON(msg)
+	m, err := jsonenc.Encode(msg)
 	if err != nil {
 		e.fail(fmt.Errorf("spawn %s: message: %w", typ, err))
 		return
@@ -103,7 +104,7 @@ func (e *effects) send(to tasks.ID, msg any) {
 		e.fail(fmt.Errorf("send: no recipient (zero task id)"))
 		return
 	}
-	b, err := tasks.EncodeJSON(msg)
+	b, err := jsonenc.Encode(msg)
 	if err != nil {
 		e.fail(fmt.Errorf("send to %s: %w", to, err))
 		return

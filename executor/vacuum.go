@@ -9,16 +9,17 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// vacuumInterval is how often an executor checks whether corotask.tasks
-// needs vacuuming (only when the server's autovacuum is off).
+// vacuumInterval is how often an executor checks whether corotask.tasks and
+// corotask.history need vacuuming (only when the server's autovacuum is off).
 const vacuumInterval = 10 * time.Second
 
 // vacuumLockKey serializes vacuuming between executors ("corovac").
 const vacuumLockKey = 0x636f726f766163
 
-// vacuum keeps corotask.tasks from bloating on servers whose autovacuum is
-// off: every claim and commit leaves a dead row version and dead index
-// entries behind, and claims slow down as they scan past them.
+// vacuum keeps corotask.tasks and corotask.history from bloating on servers
+// whose autovacuum is off: every claim and commit leaves a dead row version
+// and dead index entries behind, and claims slow down as they scan past
+// them; retention and the cap on each task's history delete history rows.
 func (e *Executor) vacuum(ctx context.Context) {
 	t := time.NewTicker(vacuumInterval)
 	defer t.Stop()
@@ -38,35 +39,51 @@ func (e *Executor) vacuum(ctx context.Context) {
 			}
 			e.log.Warn("corotask: vacuum", "error", err)
 		case done:
-			e.log.Debug("corotask: vacuumed corotask.tasks (autovacuum is off)")
+			e.log.Debug("corotask: vacuumed corotask's tables (autovacuum is off)")
 		}
 	}
 }
 
-// VacuumIfNeeded vacuums corotask.tasks when the server's autovacuum is off
-// and dead rows make up more than a tenth of the table (and at least 1,000),
-// and reports whether it did. At most one executor vacuums at a time. Run
-// calls it every 10 seconds unless Config.DisableVacuum is set.
+// vacuumed are the tables VacuumIfNeeded looks after: the tasks, and their
+// history, whose rows retention and the per-task cap delete.
+var vacuumed = []string{"corotask.tasks", "corotask.history"}
+
+// VacuumIfNeeded vacuums corotask.tasks and corotask.history when the
+// server's autovacuum is off and dead rows make up more than a tenth of the
+// table (and at least 1,000), and reports whether it vacuumed either. At
+// most one executor vacuums at a time. Run calls it every 10 seconds unless
+// Config.DisableVacuum is set.
 func (e *Executor) VacuumIfNeeded(ctx context.Context) (bool, error) {
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer conn.Release()
-	var needed bool
-	err = conn.QueryRow(ctx, `SELECT current_setting('autovacuum') = 'off'
-			AND s.n_dead_tup >= 1000 AND s.n_dead_tup > s.n_live_tup / 10
-		FROM pg_stat_user_tables s WHERE s.relid = 'corotask.tasks'::regclass`).Scan(&needed)
-	if err != nil || !needed {
-		return false, err
+	var needed []string
+	for _, table := range vacuumed {
+		var need bool
+		err = conn.QueryRow(ctx, `SELECT current_setting('autovacuum') = 'off'
+				AND s.n_dead_tup >= 1000 AND s.n_dead_tup > s.n_live_tup / 10
+			FROM pg_stat_user_tables s WHERE s.relid = $1::regclass`, table).Scan(&need)
+		if err != nil {
+			return false, err
+		}
+		if need {
+			needed = append(needed, table)
+		}
+	}
+	if len(needed) == 0 {
+		return false, nil
 	}
 	var locked bool
 	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(vacuumLockKey)).Scan(&locked); err != nil || !locked {
 		return false, err
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(vacuumLockKey)) //nolint:errcheck
-	if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) corotask.tasks"); err != nil {
-		return false, fmt.Errorf("vacuum corotask.tasks: %w", err)
+	for _, table := range needed {
+		if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) "+table); err != nil {
+			return false, fmt.Errorf("vacuum %s: %w", table, err)
+		}
 	}
 	return true, nil
 }

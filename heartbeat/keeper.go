@@ -7,7 +7,6 @@ package heartbeat
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -17,19 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/corotask/corotask/internal/cause"
 	"github.com/corotask/corotask/tasks"
 )
-
-// ErrClaimLost is the cause given to a poll's cancel function when its claim
-// no longer matches the database: the task was canceled, released, or claimed
-// by another executor after a stall.
-var ErrClaimLost = errors.New("claim lost: the task was canceled or claimed by another executor")
-
-// ErrRenewTimeout is the cause given when the claim could not be renewed
-// (database errors, or a renewal that did not finish in time) for longer than
-// the heartbeat timeout: by then another executor may own the task, so the
-// poll must stop.
-var ErrRenewTimeout = errors.New("claim expired: heartbeat could not be renewed within the heartbeat timeout")
 
 // Config configures a Keeper.
 type Config struct {
@@ -149,8 +138,8 @@ func (k *Keeper) dropConn() {
 }
 
 // Add starts renewing c; claimedAt is the local time just before the claim
-// was made. lost is called (once, from the keeper's goroutine or from Lose)
-// when the claim is lost or expires, with ErrClaimLost or ErrRenewTimeout.
+// was made. lost is called (once, from the keeper's goroutine)
+// when the claim is lost or expires, with executor.ErrClaimLost or executor.ErrRenewTimeout.
 func (k *Keeper) Add(c Claim, claimedAt time.Time, lost func(cause error)) {
 	k.mu.Lock()
 	k.entries[c.Task] = &entry{claim: c, lost: lost, renewed: claimedAt}
@@ -162,20 +151,6 @@ func (k *Keeper) Remove(task tasks.ID) {
 	k.mu.Lock()
 	delete(k.entries, task)
 	k.mu.Unlock()
-}
-
-// Lose reports the claim of task lost with cause (e.g. a cancellation heard
-// through NOTIFY), calls its lost function and stops renewing it. It reports
-// whether task was being kept.
-func (k *Keeper) Lose(task tasks.ID, cause error) bool {
-	k.mu.Lock()
-	e, ok := k.entries[task]
-	delete(k.entries, task)
-	k.mu.Unlock()
-	if ok {
-		e.lost(cause)
-	}
-	return ok
 }
 
 // Len returns the number of claims being kept.
@@ -287,13 +262,13 @@ func (k *Keeper) Renew(ctx context.Context) error {
 		case err == nil && held[id] && k.now().Sub(e.renewed) < k.cfg.Timeout:
 			// Busy in another transaction, but still ours: next time.
 		case err == nil && held[id]:
-			lost, causes = append(lost, e), append(causes, ErrRenewTimeout)
+			lost, causes = append(lost, e), append(causes, cause.RenewTimeout)
 			delete(k.entries, id)
 		case err == nil:
-			lost, causes = append(lost, e), append(causes, ErrClaimLost)
+			lost, causes = append(lost, e), append(causes, cause.ClaimLost)
 			delete(k.entries, id)
 		case k.now().Sub(e.renewed) >= k.cfg.Timeout:
-			lost, causes = append(lost, e), append(causes, ErrRenewTimeout)
+			lost, causes = append(lost, e), append(causes, cause.RenewTimeout)
 			delete(k.entries, id)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/corotask/corotask/executor"
 	"github.com/corotask/corotask/heartbeat"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
@@ -95,7 +96,7 @@ func TestLostClaimIsReportedAtOnce(t *testing.T) {
 	_, err := db.Exec(ctx, `UPDATE corotask.tasks SET claim = gen_random_uuid() WHERE task_id = $1`, claims[0].Task)
 	require.NoError(t, err)
 	require.NoError(t, k.Renew(ctx))
-	require.ErrorIs(t, <-causes, heartbeat.ErrClaimLost)
+	require.ErrorIs(t, <-causes, executor.ErrClaimLost)
 	require.Equal(t, 1, k.Len(), "a lost claim is no longer renewed")
 
 	// A canceled task's claim is lost too.
@@ -103,7 +104,7 @@ func TestLostClaimIsReportedAtOnce(t *testing.T) {
 	k.Remove(claims[1].Task)
 	k.Add(claims[1], time.Now(), func(cause error) { causes <- cause })
 	require.NoError(t, k.Renew(ctx))
-	require.ErrorIs(t, <-causes, heartbeat.ErrClaimLost)
+	require.ErrorIs(t, <-causes, executor.ErrClaimLost)
 	require.Zero(t, k.Len())
 }
 
@@ -123,7 +124,7 @@ func TestUnrenewableClaimExpires(t *testing.T) {
 	db.mu.Unlock()
 	err := k.Renew(ctx)
 	require.ErrorContains(t, err, "connection refused")
-	require.ErrorIs(t, <-causes, heartbeat.ErrRenewTimeout)
+	require.ErrorIs(t, <-causes, executor.ErrRenewTimeout)
 	require.Equal(t, 1, k.Len(), "the young claim is retried next time")
 
 	db.mu.Lock()
@@ -131,17 +132,6 @@ func TestUnrenewableClaimExpires(t *testing.T) {
 	db.mu.Unlock()
 	require.NoError(t, k.Renew(ctx))
 	require.Equal(t, 1, k.Len())
-}
-
-func TestLose(t *testing.T) {
-	t.Parallel()
-	k := heartbeat.New(&countingDB{}, heartbeat.Config{})
-	id := tasks.NewID()
-	var got error
-	k.Add(heartbeat.Claim{Task: id}, time.Now(), func(cause error) { got = cause })
-	require.True(t, k.Lose(id, errors.New("canceled")))
-	require.EqualError(t, got, "canceled")
-	require.False(t, k.Lose(id, errors.New("again")))
 }
 
 func TestRunRenewsUntilCanceled(t *testing.T) {
@@ -192,7 +182,7 @@ func TestBlockedRenewalExpiresClaimsAtTheirTimeout(t *testing.T) {
 	go func() { renewed <- k.Renew(ctx) }()
 	select {
 	case cause := <-causes:
-		require.ErrorIs(t, cause, heartbeat.ErrRenewTimeout)
+		require.ErrorIs(t, cause, executor.ErrRenewTimeout)
 		require.Less(t, time.Since(locked), timeout+time.Second, "reported at the claim's timeout")
 	case <-time.After(15 * time.Second):
 		t.Fatal("the claim was not reported expired while the renewal was blocked")

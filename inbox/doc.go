@@ -6,4 +6,9 @@
 // inbox_next and reaches its inbox when that poll commits, so a committed
 // poll never sees a message twice and no message is lost. Messages from one
 // sender arrive in the order they were sent.
+//
+// A message that does not decode into the poller's message type (a poison
+// message) does not fail the poll: it is delivered in its place, with
+// Message.DecodeErr and Message.Raw set, and the poller pops it to drop it or
+// leaves it. A task is never wedged by what someone sent it.
 package inbox

@@ -2,6 +2,7 @@ package inbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -28,7 +29,16 @@ func ExampleSend() {
 		}
 		fmt.Printf("%s: %s, %d message(s)\n", when, task.Status, task.InboxLen)
 		for _, m := range task.Inbox {
-			fmt.Printf("  %s\n", m)
+			// A stored message is an envelope: {"from", "body", "at", ...}.
+			var env struct {
+				From tasks.ID        `json:"from"`
+				Body json.RawMessage `json:"body"`
+				At   *time.Time      `json:"at"`
+			}
+			if err := json.Unmarshal(m, &env); err != nil {
+				panic(err)
+			}
+			fmt.Printf("  %s from outside: %v, stamped: %v\n", env.Body, env.From.IsZero(), env.At != nil)
 		}
 	}
 	show("created")
@@ -59,9 +69,9 @@ func ExampleSend() {
 	// Output:
 	// created: sleeping, 0 message(s)
 	// sent: ready, 1 message(s)
-	//   {"body": {"approve": true}, "from": null}
+	//   {"approve": true} from outside: true, stamped: true
 	// rolled back: ready, 1 message(s)
-	//   {"body": {"approve": true}, "from": null}
+	//   {"approve": true} from outside: true, stamped: true
 	// unknown task: true
 }
 
@@ -84,10 +94,10 @@ func ExampleInbox_Pop() {
 		}
 		fmt.Println("message:", m.Body)
 	}
-	fmt.Println("taken:", in.Taken(), "left:", in.Len())
+	fmt.Println("left:", in.Len())
 	// Output:
 	// message: first
 	// message: second
 	// a child ended: "canceled"
-	// taken: 3 left: 0
+	// left: 0
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/envelope"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
@@ -23,20 +24,12 @@ type point struct {
 	Tag  string `json:",omitempty"`
 }
 
-// checkNew decodes raw as an inbox of M: it either fails with a DecodeError
-// that names the task and a position in range, or holds every message, in
-// order, each the same once encoded again.
+// checkNew decodes raw as an inbox of M: it holds every message, in order;
+// each either carries a DecodeError that names the task and its position,
+// with its raw JSON, or is the same once encoded again.
 func checkNew[M any](t *testing.T, task tasks.ID, raw [][]byte) {
-	in, err := inbox.New[M](task, raw)
-	if err != nil {
-		var de *inbox.DecodeError
-		require.True(t, errors.As(err, &de), "%T: %v", err, err)
-		require.Equal(t, task, de.Task)
-		require.GreaterOrEqual(t, de.Position, 0)
-		require.Less(t, de.Position, len(raw))
-		require.Contains(t, err.Error(), task.String())
-		return
-	}
+	in, err := newInbox[M](task, raw)
+	require.NoError(t, err)
 	require.Equal(t, len(raw), in.Len())
 	for i := range raw {
 		peeked, ok := in.Peek()
@@ -44,13 +37,25 @@ func checkNew[M any](t *testing.T, task tasks.ID, raw [][]byte) {
 		m, ok := in.Pop()
 		require.True(t, ok)
 		require.Equal(t, peeked, m)
-		require.Equal(t, i+1, in.Taken())
+		require.Equal(t, len(raw)-i-1, in.Len())
+		if m.DecodeErr != nil {
+			var de *inbox.DecodeError
+			require.True(t, errors.As(m.DecodeErr, &de), "%T: %v", m.DecodeErr, m.DecodeErr)
+			require.Equal(t, task, de.Task)
+			require.Equal(t, i, de.Position)
+			require.Contains(t, m.DecodeErr.Error(), task.String())
+			require.NotEmpty(t, m.Raw)
+			var zero M
+			require.Equal(t, zero, m.Body)
+			continue
+		}
+		require.Nil(t, m.Raw)
 		// Re-encoded as an envelope, the message decodes to itself.
 		body, err := json.Marshal(m.Body)
 		require.NoError(t, err)
-		env, err := json.Marshal(inbox.Envelope{From: m.From, Body: body, Done: m.Done, Err: m.Err})
+		env, err := json.Marshal(envelope.Envelope{From: m.From, Body: body, Done: m.Done, Err: m.Err})
 		require.NoError(t, err)
-		again, err := inbox.New[M](task, [][]byte{env})
+		again, err := newInbox[M](task, [][]byte{env})
 		require.NoError(t, err, "%s", env)
 		m2, _ := again.Pop()
 		require.Equal(t, m, m2)
@@ -119,7 +124,7 @@ func FuzzSendThenDecode(f *testing.F) {
 		require.NoError(t, err)
 		require.Len(t, task.Inbox, 1)
 		raw := [][]byte{task.Inbox[0]}
-		in, err := inbox.New[json.RawMessage](to, raw)
+		in, err := newInbox[json.RawMessage](to, raw)
 		require.NoError(t, err)
 		m, ok := in.Pop()
 		require.True(t, ok)

@@ -1,7 +1,6 @@
 package inbox
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/corotask/corotask/tasks"
@@ -16,8 +15,8 @@ type Inbox[M any] struct {
 	taken int
 }
 
-// DecodeError says which message of which task could not be decoded. The
-// message is not dropped: the poll fails and the message stays in the inbox.
+// DecodeError says which message of which task could not be decoded. It is
+// the DecodeErr of that Message: the message is delivered, not dropped.
 type DecodeError struct {
 	Task     tasks.ID
 	Position int // 0 is the oldest message
@@ -30,27 +29,8 @@ func (e *DecodeError) Error() string {
 
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// New decodes the stored messages of task (each an Envelope) into an Inbox.
-// A message that does not decode into M makes New fail with a *DecodeError.
-func New[M any](task tasks.ID, raw [][]byte) (*Inbox[M], error) {
-	in := &Inbox[M]{msgs: make([]Message[M], len(raw))}
-	for i, r := range raw {
-		var env Envelope
-		if err := json.Unmarshal(r, &env); err != nil {
-			return nil, &DecodeError{Task: task, Position: i, Err: err}
-		}
-		m := Message[M]{From: env.From, Done: env.Done, Err: env.Err}
-		if len(env.Body) > 0 && string(env.Body) != "null" {
-			if err := json.Unmarshal(env.Body, &m.Body); err != nil {
-				return nil, &DecodeError{Task: task, Position: i, Err: err}
-			}
-		}
-		in.msgs[i] = m
-	}
-	return in, nil
-}
-
-// Of returns an Inbox holding msgs, for tests of pollers.
+// Of returns an Inbox holding msgs, oldest first: the executor hands each
+// poll one, and tests of pollers make their own.
 func Of[M any](msgs ...Message[M]) *Inbox[M] {
 	return &Inbox[M]{msgs: msgs}
 }
@@ -76,7 +56,3 @@ func (in *Inbox[M]) Pop() (Message[M], bool) {
 	}
 	return m, ok
 }
-
-// Taken returns how many messages have been popped, which the executor removes
-// from the stored inbox on commit.
-func (in *Inbox[M]) Taken() int { return in.taken }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/jsonenc"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -21,7 +23,7 @@ func Send(ctx context.Context, db tasks.DB, to, from tasks.ID, body any) error {
 	if to.IsZero() {
 		return fmt.Errorf("send message: no recipient (zero task id)")
 	}
-	b, err := tasks.EncodeJSON(body)
+	b, err := jsonenc.Encode(body)
 	if err != nil {
 		return fmt.Errorf("send message to %s: %w", to, err)
 	}
@@ -29,7 +31,7 @@ func Send(ctx context.Context, db tasks.DB, to, from tasks.ID, body any) error {
 		b = []byte("null")
 	}
 	if _, err := db.Exec(ctx, "SELECT corotask.send_to_task($1, $2, $3::jsonb)", to, from, b); err != nil {
-		return fmt.Errorf("send message to %s: %w", to, tasks.TranslateError(err))
+		return fmt.Errorf("send message to %s: %w", to, dberr.Translate(err))
 	}
 	return nil
 }

@@ -28,7 +28,7 @@
 //	corotask.commit.duration         histogram   s          outcome                one commit statement
 //	corotask.commit.batch_size       histogram   {poll}                            polls one commit statement carried
 //	corotask.claims.lost             counter     {claim}    task.type, cause       polls whose claim this executor lost
-//	corotask.claims.taken_over       counter     {claim}    task.type              claims lost to another executor's takeover
+//	corotask.claims.taken_over       counter     {claim}    task.type              tasks this executor took over from an expired claim
 //	corotask.messages.sent           counter     {message}  task.type              messages sent by committed polls
 //	corotask.tasks.created           counter     {task}     task.type              child tasks spawned by committed polls
 //	corotask.heartbeat.duration      histogram   s          outcome                one renewal of the claims in flight
@@ -45,9 +45,10 @@
 // replaced: another executor took the task, or it was canceled while this
 // executor missed the cancel notification), expired (the heartbeat could not
 // be renewed within the heartbeat timeout), fenced (the commit found the
-// claim gone); corotask.claims.taken_over counts the first. Claims taken
-// over from an executor that crashed are not counted: only a live executor
-// can tell it lost a claim. corotask.poll.failures has task.ended=true when
+// claim gone). corotask.claims.taken_over is counted by the executor that
+// takes a task over from an expired claim (its holder crashed, was killed or
+// stalled), so the tasks of a crashed executor count too.
+// corotask.poll.failures has task.ended=true when
 // the failure ended the task for good.
 //
 // # Ready tasks

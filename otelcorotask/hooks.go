@@ -17,7 +17,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/corotask/corotask/executor"
-	"github.com/corotask/corotask/heartbeat"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -207,6 +206,9 @@ func (h *Hooks) ClaimDone(ctx context.Context, info *executor.ClaimInfo) {
 // PollStart starts the poll's span. Its attributes are set when it ends,
 // all at once, which costs the SDK one allocation rather than two.
 func (h *Hooks) PollStart(ctx context.Context, info *executor.PollInfo) context.Context {
+	if info.TakenOver {
+		h.takenOver.Add(ctx, 1, h.attr(info.Type, "", ""))
+	}
 	ctx, _ = h.tracer.Start(ctx, h.spanName(info.Type), newRoot, consumer)
 	return ctx
 }
@@ -232,10 +234,9 @@ func (h *Hooks) PollDone(ctx context.Context, info *executor.PollInfo, res *exec
 	case executor.OutcomeClaimLost:
 		cause := "fenced"
 		switch {
-		case errors.Is(res.Err, heartbeat.ErrClaimLost):
+		case errors.Is(res.Err, executor.ErrClaimLost):
 			cause = "taken_over"
-			h.takenOver.Add(ctx, 1, h.attr(typ, "", ""))
-		case errors.Is(res.Err, heartbeat.ErrRenewTimeout):
+		case errors.Is(res.Err, executor.ErrRenewTimeout):
 			cause = "expired"
 		}
 		h.claimsLost.Add(ctx, 1, h.attr(typ, "cause", cause))

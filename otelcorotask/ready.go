@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -20,7 +21,7 @@ import (
 const readySQL = `SELECT r.task_type, count(*), extract(epoch FROM now() - min(r.wake_at))::float8
 FROM (
     SELECT task_type, wake_at FROM corotask.tasks
-    WHERE heartbeat = '0001-01-01 00:00:00+00' AND done_at IS NULL AND wake_at IS NOT NULL
+    WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
       AND wake_at <= now()
     ORDER BY wake_at
     LIMIT $1
@@ -167,7 +168,7 @@ func (g *readyGauges) refresh(ctx context.Context) {
 func (g *readyGauges) query(ctx context.Context) (map[tasks.Type]*ready, error) {
 	rows, err := g.db.Query(ctx, readySQL, g.limit)
 	if err != nil {
-		return nil, tasks.TranslateError(err)
+		return nil, dberr.Translate(err)
 	}
 	defer rows.Close()
 	stats := map[tasks.Type]*ready{}
@@ -179,5 +180,5 @@ func (g *readyGauges) query(ctx context.Context) (map[tasks.Type]*ready, error) 
 		}
 		stats[tasks.Type(typ)] = r
 	}
-	return stats, tasks.TranslateError(rows.Err())
+	return stats, dberr.Translate(rows.Err())
 }

@@ -87,8 +87,9 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 
 	var r corosql.Report
 	require.NoError(t, corosql.Migrate(ctx, db, corosql.Reporting(&r)))
-	require.Len(t, r.Migrations, 1)
+	require.Len(t, r.Migrations, 2)
 	require.Equal(t, "0002_claims.sql", r.Migrations[0].Name)
+	require.Equal(t, "0003_history.sql", r.Migrations[1].Name)
 	functions, err := corosql.FunctionFiles()
 	require.NoError(t, err)
 	require.Equal(t, functions, r.Functions)
@@ -102,11 +103,12 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 		count(*) FILTER (WHERE claim IS NOT NULL AND claim_expires_at < now()) FROM corotask.tasks`).Scan(&stray, &expiring))
 	require.Zero(t, stray)
 	require.Equal(t, 1, expiring, "the dead executor's claim has expired")
-	for id, want := range map[tasks.ID]tasks.Status{ready: tasks.Ready, suspended: tasks.Suspended, running: tasks.Running} {
+	// The dead executor's task shows as held by an expired claim.
+	for id, want := range map[tasks.ID]tasks.Status{ready: tasks.StatusReady, suspended: tasks.StatusSuspended, running: tasks.StatusStale} {
 		task, err := tasks.Get(ctx, db, id)
 		require.NoError(t, err)
 		require.Equal(t, want, task.Status, "task %s", id)
-		require.Equal(t, want == tasks.Running, !task.Heartbeat.IsZero())
+		require.Equal(t, want == tasks.StatusStale, !task.Heartbeat.IsZero())
 	}
 	send(suspended, "suspended 1")
 
@@ -136,7 +138,7 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 	for _, id := range []tasks.ID{ready, suspended, running} {
 		task, err := tasks.Get(ctx, db, id)
 		require.NoError(t, err)
-		require.Equal(t, tasks.Done, task.Status)
+		require.Equal(t, tasks.StatusDone, task.Status)
 	}
 }
 

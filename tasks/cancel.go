@@ -3,26 +3,22 @@ package tasks
 import (
 	"context"
 	"fmt"
+
+	"github.com/corotask/corotask/internal/dberr"
 )
 
 // Cancel cancels the task and all its live descendants. The task's parent, if
 // alive, receives one completion message saying it was canceled; an executor
 // running a canceled task cancels that poll's context, and its commit changes
-// nothing. It fails with ErrNotFound or ErrEnded.
+// nothing. It fails with ErrNotFound or ErrEnded. (The SQL function
+// corotask.cancel_task, which Cancel calls, also returns how many tasks it
+// canceled.)
 func Cancel(ctx context.Context, db DB, id ID) error {
-	_, err := CancelTree(ctx, db, id)
-	return err
-}
-
-// CancelTree is Cancel, and also returns how many tasks it canceled (the task
-// and its live descendants).
-func CancelTree(ctx context.Context, db DB, id ID) (int, error) {
 	if id.IsZero() {
-		return 0, fmt.Errorf("cancel task: no task (zero id)")
+		return fmt.Errorf("cancel task: no task (zero id)")
 	}
-	var n int
-	if err := db.QueryRow(ctx, `SELECT corotask.cancel_task($1)`, id).Scan(&n); err != nil {
-		return 0, fmt.Errorf("cancel task %s: %w", id, TranslateError(err))
+	if _, err := db.Exec(ctx, `SELECT corotask.cancel_task($1)`, id); err != nil {
+		return fmt.Errorf("cancel task %s: %w", id, dberr.Translate(err))
 	}
-	return n, nil
+	return nil
 }

@@ -2,9 +2,11 @@ package tasks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/jsonenc"
 )
 
 // Spec describes a task to create.
@@ -61,10 +63,10 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 		}
 		types[i], parents[i] = string(s.Type), s.Parent
 		var err error
-		if states[i], err = EncodeJSON(s.State); err != nil {
+		if states[i], err = jsonenc.Encode(s.State); err != nil {
 			return nil, fmt.Errorf("create task %s: state: %w", ids[i], err)
 		}
-		if messages[i], err = EncodeJSON(s.Message); err != nil {
+		if messages[i], err = jsonenc.Encode(s.Message); err != nil {
 			return nil, fmt.Errorf("create task %s: message: %w", ids[i], err)
 		}
 		if !s.WakeAt.IsZero() {
@@ -75,32 +77,9 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 		ids, types, parents, states, messages, wakeAts)
 	if err != nil {
 		if len(specs) == 1 {
-			return nil, fmt.Errorf("create task %s: %w", ids[0], TranslateError(err))
+			return nil, fmt.Errorf("create task %s: %w", ids[0], dberr.Translate(err))
 		}
-		return nil, fmt.Errorf("create %d tasks: %w", len(specs), TranslateError(err))
+		return nil, fmt.Errorf("create %d tasks: %w", len(specs), dberr.Translate(err))
 	}
 	return ids, nil
-}
-
-// EncodeJSON encodes v as JSON for a jsonb column: nil stays nil (SQL NULL),
-// a json.RawMessage or []byte must already be valid JSON.
-func EncodeJSON(v any) ([]byte, error) {
-	switch b := v.(type) {
-	case nil:
-		return nil, nil
-	case json.RawMessage:
-		if b == nil {
-			return nil, nil
-		}
-		if !json.Valid(b) {
-			return nil, fmt.Errorf("invalid JSON: %.60q", string(b))
-		}
-		return b, nil
-	case []byte:
-		if !json.Valid(b) {
-			return nil, fmt.Errorf("invalid JSON: %.60q", string(b))
-		}
-		return b, nil
-	}
-	return json.Marshal(v)
 }

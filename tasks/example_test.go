@@ -77,8 +77,8 @@ func ExampleCancel() {
 		panic(err)
 	}
 
-	n, err := tasks.CancelTree(ctx, db, root)
-	fmt.Println("canceled:", n, err)
+	err = tasks.Cancel(ctx, db, root)
+	fmt.Println("canceled:", err)
 	kids, err := tasks.List(ctx, db, tasks.Filter{Parent: child})
 	if err != nil {
 		panic(err)
@@ -87,7 +87,7 @@ func ExampleCancel() {
 	err = tasks.Cancel(ctx, db, root)
 	fmt.Println("again:", errors.Is(err, tasks.ErrEnded))
 	// Output:
-	// canceled: 3 <nil>
+	// canceled: <nil>
 	// grandchild: canceled
 	// again: true
 }

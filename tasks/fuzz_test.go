@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/corotask/corotask/internal/jsonenc"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -114,7 +115,7 @@ func FuzzEncodeJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, v := range []any{b, json.RawMessage(b)} {
-			got, err := tasks.EncodeJSON(v)
+			got, err := jsonenc.Encode(v)
 			switch raw, isRaw := v.(json.RawMessage); {
 			case isRaw && raw == nil:
 				require.NoError(t, err)

@@ -75,8 +75,8 @@ func TestParseStatus(t *testing.T) {
 	}
 	_, err := tasks.ParseStatus("zombie")
 	require.ErrorContains(t, err, `invalid status "zombie"`)
-	require.True(t, tasks.Canceled.Ended())
-	require.False(t, tasks.Running.Ended())
+	require.True(t, tasks.StatusCanceled.Ended())
+	require.False(t, tasks.StatusRunning.Ended())
 }
 
 func TestNewIDIncreases(t *testing.T) {

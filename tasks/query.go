@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/corotask/corotask/internal/dberr"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -19,7 +20,7 @@ func Get(ctx context.Context, db DB, id ID) (*Task, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get task %s: %w", id, TranslateError(err))
+		return nil, fmt.Errorf("get task %s: %w", id, dberr.Translate(err))
 	}
 	for _, m := range inbox {
 		t.Inbox = append(t.Inbox, m)
@@ -38,15 +39,26 @@ type Filter struct {
 	Type   Type
 	Status Status
 	Parent ID
+	// Failing returns only tasks that failed for good, or whose last poll
+	// failed (Failures > 0).
+	Failing bool
 	// After returns only tasks whose ID is greater: pass the last ID of a page
 	// to get the next one.
 	After ID
+	// Before returns only tasks whose ID is smaller: with NewestFirst, pass
+	// the last ID of a page to get the next one.
+	Before ID
+	// NewestFirst lists the newest tasks first.
+	NewestFirst bool
 	// Limit is the most tasks returned; 0 means DefaultListLimit.
 	Limit int
 }
 
 // List returns the tasks that match f, oldest first (by ID, which orders by
-// creation time), without their messages.
+// creation time) or newest first, without their messages. It walks the
+// primary key in that order; a filter on Status, Type or Failing is checked
+// on each task walked (a scan of the table when few tasks match), and a
+// filter on Parent uses the parent index.
 func List(ctx context.Context, db DB, f Filter) ([]*Task, error) {
 	var where []string
 	var args []any
@@ -66,8 +78,14 @@ func List(ctx context.Context, db DB, f Filter) ([]*Task, error) {
 	if !f.Parent.IsZero() {
 		add("t.parent_id = $%d", f.Parent)
 	}
+	if f.Failing {
+		where = append(where, "(t.failures > 0 OR t.outcome = 'failed')")
+	}
 	if !f.After.IsZero() {
 		add("t.task_id > $%d", f.After)
+	}
+	if !f.Before.IsZero() {
+		add("t.task_id < $%d", f.Before)
 	}
 	if f.Limit < 0 {
 		return nil, fmt.Errorf("invalid list limit %d: must not be negative", f.Limit)
@@ -81,14 +99,18 @@ func List(ctx context.Context, db DB, f Filter) ([]*Task, error) {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	args = append(args, limit)
-	q += fmt.Sprintf(" ORDER BY t.task_id LIMIT $%d", len(args))
+	order := "t.task_id"
+	if f.NewestFirst {
+		order += " DESC"
+	}
+	q += fmt.Sprintf(" ORDER BY %s LIMIT $%d", order, len(args))
 	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", TranslateError(err))
+		return nil, fmt.Errorf("list tasks: %w", dberr.Translate(err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Task, error) { return scanTask(r) })
 	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", TranslateError(err))
+		return nil, fmt.Errorf("list tasks: %w", dberr.Translate(err))
 	}
 	return out, nil
 }

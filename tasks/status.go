@@ -7,28 +7,41 @@ import "fmt"
 type Status string
 
 const (
-	// Ready: wake_at has passed and no executor holds the task; the next claim may take it.
-	Ready Status = "ready"
-	// Sleeping: wake_at is in the future.
-	Sleeping Status = "sleeping"
-	// Suspended: no wake_at; the task waits for a message.
-	Suspended Status = "suspended"
-	// Running: an executor holds a claim on the task (its claim is set; not
+	// StatusReady: wake_at has passed and no executor holds the task; the next claim may take it.
+	StatusReady Status = "ready"
+	// StatusUnserved: ready, but no live executor serves its type (see
+	// Executors): those that did stopped or died, or none serves it; nothing
+	// will poll it until one that does starts. Only reported once executors
+	// have registered in the database: where none has (tasks polled only
+	// through PollOnce), ready tasks are StatusReady.
+	StatusUnserved Status = "unserved"
+	// StatusSleeping: wake_at is in the future, as the task's last poll asked.
+	StatusSleeping Status = "sleeping"
+	// StatusRetrying: the task's last poll failed (Failures > 0) and it waits out
+	// the backoff until WakeAt.
+	StatusRetrying Status = "retrying"
+	// StatusSuspended: no wake_at; the task waits for a message.
+	StatusSuspended Status = "suspended"
+	// StatusRunning: an executor holds a claim on the task (its claim is set; not
 	// running is exactly "claim IS NULL", and then Heartbeat is zero).
-	Running Status = "running"
-	// Done: the poller returned Done or DoneWith.
-	Done Status = "done"
-	// Failed: the task failed more times in a row than its type allows.
-	Failed Status = "failed"
-	// Canceled: the task or one of its ancestors was canceled.
-	Canceled Status = "canceled"
+	StatusRunning Status = "running"
+	// StatusStale: an executor holds a claim on the task, but the claim has
+	// expired: that executor died or stalled, and another will take the
+	// task over.
+	StatusStale Status = "stale"
+	// StatusDone: the poller returned Done or DoneWith.
+	StatusDone Status = "done"
+	// StatusFailed: the task failed more times in a row than its type allows.
+	StatusFailed Status = "failed"
+	// StatusCanceled: the task or one of its ancestors was canceled.
+	StatusCanceled Status = "canceled"
 )
 
 // Statuses lists every status, in the order of a task's life.
-var Statuses = []Status{Ready, Sleeping, Suspended, Running, Done, Failed, Canceled}
+var Statuses = []Status{StatusReady, StatusUnserved, StatusSleeping, StatusRetrying, StatusSuspended, StatusRunning, StatusStale, StatusDone, StatusFailed, StatusCanceled}
 
 // Ended reports whether s is a final status: done, failed or canceled.
-func (s Status) Ended() bool { return s == Done || s == Failed || s == Canceled }
+func (s Status) Ended() bool { return s == StatusDone || s == StatusFailed || s == StatusCanceled }
 
 // ParseStatus returns the status named s, or an error listing the valid ones.
 func ParseStatus(s string) (Status, error) {

@@ -24,6 +24,17 @@ type Task struct {
 	LastError              string
 	CreatedAt              time.Time
 	DoneAt                 *time.Time
+	// Attempts is the number of the task's last attempt: its claims, and
+	// operator actions on it (see History).
+	Attempts int
+	// ClaimedBy is the executor holding the task's claim (see Executors),
+	// and ClaimedAt when it claimed it; zero when no executor holds it.
+	ClaimedBy ID
+	ClaimedAt *time.Time
+	// UpdatedAt is when the task last changed hands: its creation, its last
+	// claim, the end of its last recorded attempt (see History), or its end,
+	// whichever is latest. Messages arriving do not count.
+	UpdatedAt time.Time
 	// Inbox and InboxNext are the pending messages, oldest first, each a JSON
 	// object {"from": ..., "body": ..., ...}. Only Get fills them.
 	Inbox, InboxNext []json.RawMessage
@@ -32,7 +43,10 @@ type Task struct {
 // taskColumns are the columns scanTask reads, in order; t is the tasks row.
 const taskColumns = `t.task_id, t.parent_id, t.task_type, corotask.status(t), t.inner_state, t.result,
 	t.wake_at, t.heartbeat, cardinality(t.inbox), cardinality(t.inbox_next), t.failures,
-	coalesce(t.last_error, ''), t.created_at, t.done_at`
+	coalesce(t.last_error, ''), t.created_at, t.done_at, t.attempts,
+	CASE WHEN t.claim IS NOT NULL THEN t.claimed_by END, CASE WHEN t.claim IS NOT NULL THEN t.claimed_at END,
+	GREATEST(t.created_at, t.claimed_at, t.done_at, (SELECT h.finished_at FROM corotask.history h
+		WHERE h.task_id = t.task_id ORDER BY h.attempt DESC LIMIT 1))`
 
 func scanTask(row pgx.Row, extra ...any) (*Task, error) {
 	var t Task
@@ -40,7 +54,7 @@ func scanTask(row pgx.Row, extra ...any) (*Task, error) {
 	var heartbeat *time.Time
 	dest := append([]any{&t.ID, &t.Parent, &typ, &status, &t.State, &t.Result,
 		&t.WakeAt, &heartbeat, &t.InboxLen, &t.InboxNextLen, &t.Failures,
-		&t.LastError, &t.CreatedAt, &t.DoneAt}, extra...)
+		&t.LastError, &t.CreatedAt, &t.DoneAt, &t.Attempts, &t.ClaimedBy, &t.ClaimedAt, &t.UpdatedAt}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}

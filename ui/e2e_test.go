@@ -292,7 +292,7 @@ func TestBrowser(t *testing.T) {
 	require.Equal(t, true, stillMarked, "the task's end was shown by a reload, not live")
 	done, err := tasks.Get(ctx, pool, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Done, done.Status)
+	require.Equal(t, tasks.StatusDone, done.Status)
 }
 
 // seedForScreenshots adds tasks of other types, some failing or failed, so

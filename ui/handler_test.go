@@ -375,13 +375,13 @@ func TestCancelAsksThenCancels(t *testing.T) {
 	resp, body := s.post("/tasks/"+root.String()+"/cancel", form)
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	require.Contains(t, body, "Cancel task "+root.String())
-	require.Equal(t, tasks.Ready, s.task(root).Status)
+	require.Equal(t, tasks.StatusReady, s.task(root).Status)
 
 	form.Set("confirm", "yes")
 	resp, body = s.post("/tasks/"+root.String()+"/cancel", form)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
-	require.Equal(t, tasks.Canceled, s.task(root).Status)
-	require.Equal(t, tasks.Canceled, s.task(child).Status)
+	require.Equal(t, tasks.StatusCanceled, s.task(root).Status)
+	require.Equal(t, tasks.StatusCanceled, s.task(child).Status)
 
 	resp, body = s.post("/tasks/"+root.String()+"/cancel", form)
 	require.Equal(t, http.StatusConflict, resp.StatusCode)
@@ -443,7 +443,7 @@ func TestReadOnlyHidesAndRefusesActions(t *testing.T) {
 	}
 	tk := s.task(id)
 	require.Zero(t, tk.InboxLen)
-	require.Equal(t, tasks.Ready, tk.Status)
+	require.Equal(t, tasks.StatusReady, tk.Status)
 }
 
 func TestMountedUnderAPrefix(t *testing.T) {

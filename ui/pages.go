@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/envelope"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -435,16 +435,10 @@ type message struct {
 	At    *time.Time
 }
 
-// envelope is a stored message, with what this package shows of it.
-type envelope struct {
-	inbox.Envelope
-	At *time.Time `json:"at"`
-}
-
 func decodeMessages(raw []json.RawMessage) []message {
 	out := make([]message, 0, len(raw))
 	for i, r := range raw {
-		var env envelope
+		var env envelope.Envelope
 		if err := json.Unmarshal(r, &env); err != nil {
 			out = append(out, message{Index: i, Body: prettyJSON(r)})
 			continue

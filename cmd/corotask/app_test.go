@@ -48,7 +48,7 @@ func runApp(a *app, args ...string) result {
 }
 
 // usingLine matches the line that says which database a command uses.
-var usingLine = regexp.MustCompile(`(?m)^corotask [a-z]+: using .*\n`)
+var usingLine = regexp.MustCompile(`(?m)^corotask [a-z-]+: using .*\n`)
 
 // newResult is the result of a run, with the line that says which database
 // it used moved from stderr to using.
@@ -208,13 +208,15 @@ func TestUnknownFlag(t *testing.T) {
 
 func TestMissingAndExtraArguments(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{"send", "show", "tree", "cancel"} {
+	for _, cmd := range []string{"send", "show", "tree", "cancel", "history", "retry", "restart", "drop-message"} {
 		requireUsage(t, runCLI(t, nil, "", cmd), cmd, "missing TASK argument")
 	}
 	id := tasks.NewID().String()
 	for _, args := range [][]string{
 		{"migrate", "x"}, {"create", "--type", "t", "x"}, {"ls", "x"}, {"version", "x"},
 		{"show", id, "x"}, {"tree", id, "x"}, {"cancel", id, "x"}, {"send", id, "1", "x"},
+		{"history", id, "x"}, {"retry", id, "x"}, {"restart", id, "x"}, {"drop-message", id, "1", "x"},
+		{"executors", "x"}, {"stats", "x"},
 	} {
 		requireUsage(t, runCLI(t, nil, "", args...), args[0], `unexpected argument "x"`)
 	}
@@ -227,6 +229,11 @@ func TestInvalidID(t *testing.T) {
 		{"show", "not-an-id"},
 		{"tree", "not-an-id"},
 		{"cancel", "not-an-id"},
+		{"history", "not-an-id"},
+		{"retry", "not-an-id"},
+		{"restart", "not-an-id"},
+		{"drop-message", "not-an-id", "1"},
+		{"ls", "--before", "not-an-id"},
 		{"send", tasks.NewID().String(), "1", "--from", "not-an-id"},
 		{"create", "--type", "t", "--parent", "not-an-id"},
 		{"create", "--type", "t", "--id", "not-an-id"},

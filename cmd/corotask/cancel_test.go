@@ -18,7 +18,7 @@ func TestCancel(t *testing.T) {
 
 	require.Equal(t, "canceled 2 tasks\n", c.ok("cancel", child.UUID()))
 	s := c.show(root)
-	require.Equal(t, tasks.Ready, s.Status)
+	require.Equal(t, tasks.StatusReady, s.Status)
 	require.Len(t, s.Inbox, 1, "the parent is told")
 	require.Equal(t, child, s.Inbox[0].From)
 	require.True(t, s.Inbox[0].Done)
@@ -27,7 +27,7 @@ func TestCancel(t *testing.T) {
 	require.Equal(t, 1, s.Children["ready"])
 
 	require.Equal(t, "canceled 2 tasks\n", c.ok("cancel", root.String()))
-	require.Equal(t, tasks.Canceled, c.show(other).Status)
+	require.Equal(t, tasks.StatusCanceled, c.show(other).Status)
 
 	leaf := c.create("--type", "leaf")
 	require.Equal(t, "canceled 1 task\n", c.ok("cancel", leaf.String()))
@@ -42,5 +42,5 @@ func TestCancelErrors(t *testing.T) {
 	id := c.create("--type", "t")
 	c.exec(`UPDATE corotask.tasks SET done_at = now(), outcome = 'done', wake_at = NULL WHERE task_id = $1`, id)
 	requireError(t, c.run("cancel", id.String()), "cancel", "task has ended: "+id.String())
-	require.Equal(t, tasks.Done, c.show(id).Status)
+	require.Equal(t, tasks.StatusDone, c.show(id).Status)
 }

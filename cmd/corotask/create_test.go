@@ -17,7 +17,7 @@ func TestCreate(t *testing.T) {
 	root := c.create("--type", "orders.checkout", "--state", `{"order": 42}`)
 	s := c.show(root)
 	require.Equal(t, tasks.Type("orders.checkout"), s.Type)
-	require.Equal(t, tasks.Ready, s.Status)
+	require.Equal(t, tasks.StatusReady, s.Status)
 	require.True(t, s.Parent.IsZero())
 	require.JSONEq(t, `{"order": 42}`, string(s.State))
 	require.Zero(t, s.InboxLen)
@@ -27,7 +27,7 @@ func TestCreate(t *testing.T) {
 	child := c.create("--parent", root.String(), "--type", "reminder", "--message", `"hello"`, "--in", "1h")
 	s = c.show(child)
 	require.Equal(t, root, s.Parent)
-	require.Equal(t, tasks.Sleeping, s.Status)
+	require.Equal(t, tasks.StatusSleeping, s.Status)
 	require.WithinDuration(t, before.Add(time.Hour), *s.WakeAt, time.Minute)
 	require.JSONEq(t, "null", string(s.State), "no state: the poller's zero value")
 	require.Len(t, s.Inbox, 1)
@@ -42,11 +42,11 @@ func TestCreate(t *testing.T) {
 	require.Equal(t, id.String()+"\n", out)
 	s = c.show(id)
 	require.True(t, at.Equal(*s.WakeAt), "wake_at %v", s.WakeAt)
-	require.Equal(t, tasks.Sleeping, s.Status)
+	require.Equal(t, tasks.StatusSleeping, s.Status)
 
 	// A time in the past makes a ready task.
 	s = c.show(c.create("--type", "t", "--at", "2020-01-02T03:04:05+02:00"))
-	require.Equal(t, tasks.Ready, s.Status)
+	require.Equal(t, tasks.StatusReady, s.Status)
 }
 
 func TestCreateErrors(t *testing.T) {

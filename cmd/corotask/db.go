@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,11 +127,15 @@ func explain(err error) error {
 // task ("task has ended: 01J..."), without the operation around it, which the
 // command's name already says. Other errors are returned as they are.
 func taskError(err error) error {
-	sentinels := []error{tasks.ErrNotFound, tasks.ErrEnded, tasks.ErrExists, tasks.ErrTooLarge}
+	sentinels := []error{tasks.ErrNotFound, tasks.ErrEnded, tasks.ErrExists, tasks.ErrTooLarge,
+		tasks.ErrRunning, tasks.ErrWrongStatus, tasks.ErrNoMessage}
 	for e := err; e != nil; e = errors.Unwrap(e) {
-		inner := errors.Unwrap(e)
+		inner := []error{errors.Unwrap(e)}
+		if m, ok := e.(interface{ Unwrap() []error }); ok {
+			inner = m.Unwrap() // a driver error translated: sentinel and *pgconn.PgError
+		}
 		for _, s := range sentinels {
-			if e == s || inner == s {
+			if e == s || slices.Contains(inner, s) {
 				return e
 			}
 		}

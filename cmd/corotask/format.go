@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/envelope"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -31,6 +31,10 @@ type taskJSON struct {
 	DoneAt       *time.Time      `json:"done_at"`
 	State        json.RawMessage `json:"state"`
 	Result       json.RawMessage `json:"result"`
+	Attempts     int             `json:"attempts"`
+	ClaimedBy    tasks.ID        `json:"claimed_by"` // the executor holding the task; null when none
+	ClaimedAt    *time.Time      `json:"claimed_at"`
+	UpdatedAt    time.Time       `json:"updated_at"`
 }
 
 func toJSON(t *tasks.Task) taskJSON {
@@ -39,6 +43,7 @@ func toJSON(t *tasks.Task) taskJSON {
 		WakeAt: t.WakeAt, InboxLen: t.InboxLen, InboxNextLen: t.InboxNextLen,
 		Failures: t.Failures, CreatedAt: t.CreatedAt, DoneAt: t.DoneAt,
 		State: t.State, Result: t.Result,
+		Attempts: t.Attempts, ClaimedBy: t.ClaimedBy, ClaimedAt: t.ClaimedAt, UpdatedAt: t.UpdatedAt,
 	}
 	if !t.Heartbeat.IsZero() {
 		hb := t.Heartbeat
@@ -53,20 +58,21 @@ func toJSON(t *tasks.Task) taskJSON {
 
 // messageJSON is an inbox message as `show --json` prints it.
 type messageJSON struct {
-	From tasks.ID        `json:"from"` // null: from outside any task
-	Body json.RawMessage `json:"body"`
-	Done bool            `json:"done"` // a child's completion message
-	Err  *string         `json:"err"`  // how the child failed, or "canceled"
+	From   tasks.ID        `json:"from"` // null: from outside any task
+	Body   json.RawMessage `json:"body"`
+	Done   bool            `json:"done"`    // a child's completion message
+	Err    *string         `json:"err"`     // how the child failed, or "canceled"
+	SentAt *time.Time      `json:"sent_at"` // null for a message stored before messages carried it
 }
 
 // decodeMessage decodes a stored message envelope; a stored value that is
 // not an envelope is shown whole, as the body.
 func decodeMessage(raw json.RawMessage) messageJSON {
-	var env inbox.Envelope
+	var env envelope.Envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
 		return messageJSON{Body: raw}
 	}
-	m := messageJSON{From: env.From, Body: env.Body, Done: env.Done}
+	m := messageJSON{From: env.From, Body: env.Body, Done: env.Done, SentAt: env.At}
 	if m.Body == nil {
 		m.Body = json.RawMessage("null")
 	}

@@ -16,25 +16,31 @@ import (
 var lsCmd = &command{
 	name:    "ls",
 	summary: "list tasks",
-	help: `List tasks, oldest first: ID, type, status, when the task wants its next
+	help: `List tasks, newest first: ID, type, status, when the task was created and
+last updated (claimed, polled, acted on or ended), when it wants its next
 poll (WAKE), the age of its executor's heartbeat when it is running, the
 messages in its inbox and in inbox_next (NEXT), and its consecutive failures.
-With --json, print a JSON array of task objects instead (see docs/cli.md).
-At most --limit tasks are listed; pass the last ID to --after for the next page.`,
+--failing lists the tasks whose last poll failed and those that failed for
+good. With --json, print a JSON array of task objects instead (see
+docs/cli.md). At most --limit tasks are listed; pass the last ID to --before
+for the next page.`,
 	example: `corotask ls --status suspended --type orders.checkout
+corotask ls --failing
 corotask ls --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --json`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		typ := fs.String("type", "", "only tasks of `TYPE`")
-		status := fs.String("status", "", "only tasks in `STATUS`: ready, sleeping, suspended, running, done, failed or canceled")
+		status := fs.String("status", "", "only tasks in `STATUS`: ready, unserved, sleeping, retrying, suspended, running, stale, done, failed or canceled")
+		failing := fs.Bool("failing", false, "only tasks whose last poll failed, or that failed for good")
 		parent := fs.String("parent", "", "only the children of `TASK`")
-		after := fs.String("after", "", "only tasks after `TASK` in ID order (the next page)")
+		before := fs.String("before", "", "only tasks created before `TASK` (the next page)")
+		after := fs.String("after", "", "only tasks created after `TASK`")
 		limit := fs.String("limit", strconv.Itoa(tasks.DefaultListLimit), fmt.Sprintf("list at most `N` tasks (default %d)", tasks.DefaultListLimit))
 		asJSON := fs.Bool("json", false, "print JSON")
 		return func(ctx context.Context, a *app, args []string) error {
 			if err := wantArgs(args); err != nil {
 				return err
 			}
-			f := tasks.Filter{Type: tasks.Type(*typ)}
+			f := tasks.Filter{Type: tasks.Type(*typ), Failing: *failing, NewestFirst: true}
 			var err error
 			if *status != "" {
 				s, err := tasks.ParseStatus(*status)
@@ -47,6 +53,9 @@ corotask ls --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --json`,
 				return err
 			}
 			if f.After, err = parseOptionalID("--after", *after); err != nil {
+				return err
+			}
+			if f.Before, err = parseOptionalID("--before", *before); err != nil {
 				return err
 			}
 			if f.Limit, err = parseCount("--limit", *limit, false); err != nil {
@@ -74,17 +83,18 @@ corotask ls --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --json`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTYPE\tSTATUS\tWAKE\tHEARTBEAT\tINBOX\tNEXT\tFAILURES")
+			fmt.Fprintln(tw, "ID\tTYPE\tSTATUS\tCREATED\tUPDATED\tWAKE\tHEARTBEAT\tINBOX\tNEXT\tFAILURES")
 			for _, t := range list {
 				hb := &t.Heartbeat
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", t.ID, oneLine(string(t.Type)), t.Status,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", t.ID, oneLine(string(t.Type)), t.Status,
+					relative(&t.CreatedAt, now), relative(&t.UpdatedAt, now),
 					relative(t.WakeAt, now), relative(hb, now), t.InboxLen, t.InboxNextLen, t.Failures)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 			if len(list) == f.Limit {
-				fmt.Fprintf(a.stderr, "(%d tasks shown, there may be more: --after %s for the next page)\n", len(list), list[len(list)-1].ID)
+				fmt.Fprintf(a.stderr, "(%d tasks shown, there may be more: --before %s for the next page)\n", len(list), list[len(list)-1].ID)
 			}
 			return nil
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,12 +31,14 @@ func TestLs(t *testing.T) {
 	out := c.ok("ls")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	require.Len(t, lines, 5, out)
-	require.Regexp(t, `^ID +TYPE +STATUS +WAKE +HEARTBEAT +INBOX +NEXT +FAILURES$`, lines[0])
-	rows := map[tasks.ID]string{root: lines[1], sleeping: lines[2], running: lines[3], done: lines[4]}
-	require.Regexp(t, `^`+root.String()+` +root +ready +(now|[\dms]+ ago) +- +0 +0 +0$`, rows[root])
-	require.Regexp(t, `^`+sleeping.String()+` +child +sleeping +in (1h59m|2h) +- +1 +0 +0$`, rows[sleeping])
-	require.Regexp(t, `^`+running.String()+` +child +running +(now|[\dms]+ ago) +1m\d+s ago +0 +1 +2$`, rows[running])
-	require.Regexp(t, `^`+done.String()+` +other +done +- +- +0 +0 +0$`, rows[done])
+	require.Regexp(t, `^ID +TYPE +STATUS +CREATED +UPDATED +WAKE +HEARTBEAT +INBOX +NEXT +FAILURES$`, lines[0])
+	// Newest first.
+	rows := map[tasks.ID]string{done: lines[1], running: lines[2], sleeping: lines[3], root: lines[4]}
+	ago := `(now|[\dms]+ ago)`
+	require.Regexp(t, `^`+root.String()+` +root +ready +`+ago+` +`+ago+` +`+ago+` +- +0 +0 +0$`, rows[root])
+	require.Regexp(t, `^`+sleeping.String()+` +child +sleeping +`+ago+` +`+ago+` +in (1h59m|2h) +- +1 +0 +0$`, rows[sleeping])
+	require.Regexp(t, `^`+running.String()+` +child +running +`+ago+` +`+ago+` +`+ago+` +1m\d+s ago +0 +1 +2$`, rows[running])
+	require.Regexp(t, `^`+done.String()+` +other +done +`+ago+` +`+ago+` +- +- +0 +0 +0$`, rows[done])
 	// Columns are aligned.
 	col := strings.Index(lines[0], "STATUS")
 	for _, l := range lines[1:] {
@@ -43,27 +46,30 @@ func TestLs(t *testing.T) {
 	}
 
 	// Filters.
-	requireIDs(t, c.ok("ls", "--type", "child"), sleeping, running)
+	requireIDs(t, c.ok("ls", "--type", "child"), running, sleeping)
 	requireIDs(t, c.ok("ls", "--status", "running"), running)
 	requireIDs(t, c.ok("ls", "--status", "done", "--type", "other"), done)
-	requireIDs(t, c.ok("ls", "--parent", root.UUID()), sleeping, running)
+	requireIDs(t, c.ok("ls", "--parent", root.UUID()), running, sleeping)
+	requireIDs(t, c.ok("ls", "--failing"), running)
+	requireIDs(t, c.ok("ls", "--after", sleeping.String()), done, running)
 	require.Equal(t, "no tasks\n", c.ok("ls", "--status", "failed"))
 
 	// Paging: a note on standard error when the page is full.
 	r := c.run("ls", "--limit", "2")
 	require.Equal(t, exitOK, r.code, "%s", r)
-	requireIDs(t, r.stdout, root, sleeping)
-	require.Contains(t, r.stderr, "--after "+sleeping.String())
-	r = c.run("ls", "--limit", "2", "--after", sleeping.String())
+	requireIDs(t, r.stdout, done, running)
+	require.Contains(t, r.stderr, "--before "+running.String())
+	r = c.run("ls", "--limit", "2", "--before", running.String())
 	require.Equal(t, exitOK, r.code, "%s", r)
-	requireIDs(t, r.stdout, running, done)
+	requireIDs(t, r.stdout, sleeping, root)
 
 	// JSON.
 	var list []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(c.ok("ls", "--json")), &list))
 	require.Len(t, list, 4)
 	fields := []string{"id", "type", "status", "parent", "wake_at", "heartbeat", "inbox_len", "inbox_next_len",
-		"failures", "last_error", "created_at", "done_at", "state", "result"}
+		"failures", "last_error", "created_at", "done_at", "state", "result", "attempts", "claimed_by", "claimed_at", "updated_at"}
+	slices.Reverse(list) // oldest first, as created
 	for _, m := range list {
 		require.Len(t, m, len(fields), "%v", m)
 		for _, f := range fields {

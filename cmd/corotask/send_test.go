@@ -25,7 +25,7 @@ func TestSend(t *testing.T) {
 	require.Equal(t, exitOK, r.code, "%s", r)
 
 	s := c.show(to)
-	require.Equal(t, tasks.Ready, s.Status, "a message wakes a sleeping task")
+	require.Equal(t, tasks.StatusReady, s.Status, "a message wakes a sleeping task")
 	require.Len(t, s.Inbox, 3)
 	require.True(t, s.Inbox[0].From.IsZero())
 	require.JSONEq(t, `{"n": 1}`, string(s.Inbox[0].Body))

@@ -22,16 +22,22 @@ type showJSON struct {
 	Inbox     []messageJSON  `json:"inbox"`
 	InboxNext []messageJSON  `json:"inbox_next"`
 	Children  map[string]int `json:"children"`
+	History   []historyJSON  `json:"history"` // the last attempts, oldest first
 }
+
+// showHistory is how many of its last attempts show prints.
+const showHistory = 5
 
 var showCmd = &command{
 	name:    "show",
 	args:    "TASK",
 	summary: "show everything about one task",
 	help: `Show everything about task TASK: its type, status and parent, its state as
-indented JSON, the messages in its inbox and inbox_next, the age of its
-heartbeat, its failures and last error, its result, and how many children it
-has in each status. With --json, print one JSON object (see docs/cli.md).`,
+indented JSON, the messages in its inbox and inbox_next with when each was
+sent, the executor holding it and the age of its heartbeat, its failures and
+last error, its result, how many children it has in each status, and its last
+5 attempts (see 'corotask history'). With --json, print one JSON object (see
+docs/cli.md).`,
 	example: `corotask show 01JD7X3M5Q8R9S2T4V6W8Y0Z1A
 corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 	flags: func(fs *flag.FlagSet) runFunc {
@@ -47,6 +53,8 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 			var (
 				t        *tasks.Task
 				children map[tasks.Status]int
+				h        []tasks.HistoryEntry
+				hosts    map[tasks.ID]tasks.Executor
 				now      time.Time
 			)
 			err = a.readSnapshot(ctx, func(tx pgx.Tx, txNow time.Time) error {
@@ -54,7 +62,13 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 				if t, err = tasks.Get(ctx, tx, id); err != nil {
 					return err
 				}
-				children, err = countChildren(ctx, tx, id)
+				if children, err = countChildren(ctx, tx, id); err != nil {
+					return err
+				}
+				if h, err = tasks.History(ctx, tx, id, tasks.HistoryOptions{Last: showHistory}); err != nil {
+					return err
+				}
+				hosts, err = executorsByID(ctx, tx)
 				return err
 			})
 			if err != nil {
@@ -66,13 +80,17 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 					Inbox:     decodeMessages(t.Inbox),
 					InboxNext: decodeMessages(t.InboxNext),
 					Children:  make(map[string]int, len(tasks.Statuses)),
+					History:   make([]historyJSON, 0, len(h)),
 				}
 				for _, s := range tasks.Statuses {
 					out.Children[string(s)] = children[s]
 				}
+				for _, e := range h {
+					out.History = append(out.History, toHistoryJSON(e, hosts))
+				}
 				return writeJSON(a.stdout, out)
 			}
-			return printTask(a.stdout, t, children, now)
+			return printTask(a.stdout, t, children, h, hosts, now)
 		}
 	},
 }
@@ -106,7 +124,8 @@ func decodeMessages(raw []json.RawMessage) []messageJSON {
 }
 
 // printTask prints a task for people.
-func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, now time.Time) error {
+func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []tasks.HistoryEntry,
+	hosts map[tasks.ID]tasks.Executor, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("id", t.ID.String())
@@ -115,9 +134,22 @@ func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, now ti
 	row("status", string(t.Status))
 	row("parent", idOrDash(t.Parent))
 	row("created", timestamp(&t.CreatedAt, now))
+	row("updated", timestamp(&t.UpdatedAt, now))
 	row("wake_at", timestamp(t.WakeAt, now))
+	holder := "-"
+	if !t.ClaimedBy.IsZero() {
+		holder = executorName(t.ClaimedBy, hosts)
+		if _, ok := hosts[t.ClaimedBy]; ok {
+			holder += " (executor " + t.ClaimedBy.String() + ")"
+		} else {
+			holder += " (not registered)"
+		}
+		holder += ", claimed " + relative(t.ClaimedAt, now)
+	}
+	row("held_by", holder)
 	row("heartbeat", timestamp(&t.Heartbeat, now))
 	row("done_at", timestamp(t.DoneAt, now))
+	row("attempts", fmt.Sprint(t.Attempts))
 	row("failures", fmt.Sprint(t.Failures))
 	lastError := "-"
 	if t.LastError != "" {
@@ -139,14 +171,32 @@ func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, now ti
 	}
 	fmt.Fprintf(w, "state:\n  %s\n", prettyJSON(t.State, "  "))
 	fmt.Fprintf(w, "result:\n  %s\n", prettyJSON(t.Result, "  "))
-	printMessages(w, "inbox", t.Inbox)
-	printMessages(w, "inbox_next", t.InboxNext)
+	printMessages(w, "inbox", t.Inbox, now)
+	printMessages(w, "inbox_next", t.InboxNext, now)
+	switch {
+	case len(h) == 0:
+		fmt.Fprintln(w, "history: none")
+		return nil
+	case len(h) == showHistory && h[0].Attempt > 1:
+		fmt.Fprintf(w, "history: the last %d attempts ('corotask history %s' for all kept)\n", len(h), t.ID)
+	default:
+		fmt.Fprintf(w, "history: %s\n", plural(len(h), "attempt"))
+	}
+	var b strings.Builder
+	if err := printHistory(&b, h, hosts, now); err != nil {
+		return err
+	}
+	for _, line := range strings.SplitAfter(b.String(), "\n") {
+		if line != "" {
+			fmt.Fprint(w, "  "+line)
+		}
+	}
 	return nil
 }
 
 // printMessages prints a list of stored messages, one per line: their
-// position, sender and body.
-func printMessages(w io.Writer, name string, raw []json.RawMessage) {
+// position, sender, when they were sent and body.
+func printMessages(w io.Writer, name string, raw []json.RawMessage, now time.Time) {
 	fmt.Fprintf(w, "%s: %s\n", name, plural(len(raw), "message"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, r := range raw {
@@ -162,7 +212,7 @@ func printMessages(w io.Writer, name string, raw []json.RawMessage) {
 				flags += " (" + oneLine(*m.Err) + ")"
 			}
 		}
-		fmt.Fprintf(tw, "  %d.\t%s\t%s\t%s\n", i+1, from, flags, compactJSON(m.Body))
+		fmt.Fprintf(tw, "  %d.\t%s\tsent %s\t%s\t%s\n", i+1, from, relative(m.SentAt, now), flags, compactJSON(m.Body))
 	}
 	tw.Flush()
 }

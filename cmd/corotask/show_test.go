@@ -19,8 +19,12 @@ func TestShow(t *testing.T) {
 	c.ok("send", root.String(), `{"hello": "world"}`, "--from", child.String())
 	c.ok("cancel", child.String())
 	// Running, with a message that arrived during the poll; failed twice.
+	c.exec(`UPDATE corotask.tasks SET wake_at = now() + interval '1 hour' WHERE task_id = $1`, root)
+	require.Equal(t, "retrying "+root.String()+" now\n", c.ok("retry", root.String()))
+	holder := tasks.NewID()
 	c.exec(`UPDATE corotask.tasks SET heartbeat = now() - interval '3 seconds', claim = gen_random_uuid(),
-		failures = 2, last_error = 'boom' WHERE task_id = $1`, root)
+		claim_expires_at = now() + interval '1 minute', claimed_by = $2, claimed_at = now() - interval '4 seconds',
+		failures = 2, last_error = 'boom' WHERE task_id = $1`, root, holder)
 	c.ok("send", root.String(), `"late"`)
 
 	out := c.ok("show", root.String())
@@ -38,15 +42,18 @@ func TestShow(t *testing.T) {
 		// As jsonb stores it: keys by length, then bytes.
 		`(?m)^state:\n  \{\n    "items": \[\n      "a"\n    \],\n    "order": 42\n  \}\n`,
 		`(?m)^result:\n  -$`,
-		`(?m)^inbox: 2 messages\n  1\. +from ` + child.String() + ` +\{"hello":"world"\}\n  2\. +from ` + child.String() + ` +done \(canceled\) +null\n`,
-		`(?m)^inbox_next: 1 message\n  1\. +from outside +"late"\n`,
+		`(?m)^inbox: 2 messages\n  1\. +from ` + child.String() + ` +sent (now|\d+s ago) +\{"hello":"world"\}\n  2\. +from ` + child.String() + ` +sent (now|\d+s ago) +done \(canceled\) +null\n`,
+		`(?m)^inbox_next: 1 message\n  1\. +from outside +sent (now|\d+s ago) +"late"\n`,
+		`(?m)^held_by +` + holder.String() + ` \(not registered\), claimed \d+s ago$`,
+		`(?m)^attempts +1$`,
+		`(?m)^history: 1 attempt\n  ATTEMPT +OUTCOME +ACTION +BY .*\n  1 +operator +retry +\S+ +(now|\d+s ago) +- +0 +0 +0 +\d+B +-\n`,
 	} {
 		require.Regexp(t, re, out)
 	}
 
 	s := c.show(root)
 	require.Equal(t, root, s.ID)
-	require.Equal(t, tasks.Running, s.Status)
+	require.Equal(t, tasks.StatusRunning, s.Status)
 	require.NotNil(t, s.Heartbeat)
 	require.Equal(t, 2, s.InboxLen)
 	require.Equal(t, 1, s.InboxNextLen)
@@ -54,9 +61,14 @@ func TestShow(t *testing.T) {
 	require.Len(t, s.InboxNext, 1)
 	require.True(t, s.InboxNext[0].From.IsZero())
 	require.JSONEq(t, `"late"`, string(s.InboxNext[0].Body))
-	require.Equal(t, map[string]int{"ready": 1, "sleeping": 1, "suspended": 0, "running": 0,
-		"done": 0, "failed": 0, "canceled": 1}, s.Children)
+	require.Equal(t, map[string]int{"ready": 1, "unserved": 0, "sleeping": 1, "retrying": 0, "suspended": 0,
+		"running": 0, "stale": 0, "done": 0, "failed": 0, "canceled": 1}, s.Children)
 	require.Equal(t, "boom", *s.LastError)
+	require.Equal(t, holder, s.ClaimedBy)
+	require.NotNil(t, s.ClaimedAt)
+	require.NotNil(t, s.Inbox[0].SentAt)
+	require.Len(t, s.History, 1)
+	require.Equal(t, tasks.OperatorAction, s.History[0].Outcome)
 
 	// An ended task, with its result, shown by its UUID.
 	c.exec(`UPDATE corotask.tasks SET done_at = now(), outcome = 'done', wake_at = NULL, result = '{"total": 7}',
@@ -74,7 +86,7 @@ func TestShow(t *testing.T) {
 	// A leaf: no children, no messages.
 	out = c.ok("show", c.create("--type", "leaf").String())
 	require.Regexp(t, `(?m)^children +none$`, out)
-	require.True(t, strings.HasSuffix(out, "state:\n  -\nresult:\n  -\ninbox: 0 messages\ninbox_next: 0 messages\n"), out)
+	require.True(t, strings.HasSuffix(out, "state:\n  -\nresult:\n  -\ninbox: 0 messages\ninbox_next: 0 messages\nhistory: none\n"), out)
 }
 
 func TestShowErrors(t *testing.T) {

@@ -36,7 +36,10 @@
 //
 //	order 01M80BQXCCNEJD5WAAXATW0K2C approved (after 2 reminders)
 //
-// A message that is not a decision is logged and ignored. With
+// A message that is not a decision is logged and ignored; with -strict it
+// fails the poll instead, and every retry after it, until an operator drops
+// it (docs/operations.md walks through finding and fixing that from the
+// CLI). With
 // -timeout 3s -remind 1s, the order times out while you watch:
 //
 //	order 01M80BRWP6559N9KM0VF782N8F timed out (after 2 reminders)
@@ -53,6 +56,7 @@
 //	-timeout D        how long the order waits for a decision (default 24h)
 //	-remind D         how often it reminds (default 10s)
 //	-order ID         wait for an existing order instead of creating one
+//	-strict           fail the poll on a message that is not a decision
 //	--database-url U  the PostgreSQL URL (default $DATABASE_URL, else libpq's
 //	                  PG* variables, else a server on 127.0.0.1:5432)
 //	-v                debug logs
@@ -92,6 +96,7 @@ type config struct {
 	Timeout     time.Duration // how long an order waits for a decision
 	Remind      time.Duration // how often it reminds
 	Order       string        // an existing order to wait for
+	Strict      bool          // a message that is not a decision fails the poll
 	Logger      *slog.Logger
 }
 
@@ -103,6 +108,7 @@ func main() {
 	flag.DurationVar(&cfg.Timeout, "timeout", 24*time.Hour, "how long the order waits for a decision")
 	flag.DurationVar(&cfg.Remind, "remind", 10*time.Second, "how often the order reminds")
 	flag.StringVar(&cfg.Order, "order", "", "wait for the existing order `ID` instead of creating one")
+	flag.BoolVar(&cfg.Strict, "strict", false, "fail the poll on a message that is not a decision, instead of ignoring it")
 	flag.BoolVar(&verbose, "v", false, "debug logs")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -151,11 +157,12 @@ type outcome struct {
 
 // orderPoller polls approval.order tasks. Its messages are taken as raw JSON
 // and checked by the poll: they come from people, and one that is not a
-// decision is reported and dropped, instead of failing the poll (a message
-// that does not decode into a typed poller's message type fails every poll
-// of the task until it is removed).
+// decision is reported and dropped (a typed poller would get a message that
+// does not decode into its message type with Message.DecodeErr set, and
+// could drop it the same way).
 type orderPoller struct {
 	timeout, remind time.Duration
+	strict          bool      // fail on a message that is not a decision
 	out             io.Writer // where reminders go
 	log             *slog.Logger
 	now             func() time.Time
@@ -173,6 +180,11 @@ func (p *orderPoller) Poll(ctx context.Context, t *executor.Task[orderState, jso
 			break
 		}
 		d, err := parseDecision(m.Body)
+		if err != nil && p.strict {
+			// The poll fails and keeps the message: every retry fails on it
+			// until an operator drops it (corotask drop-message).
+			return executor.Action{}, fmt.Errorf("order %s: message %s is not a decision: %w", t.ID, m.Body, err)
+		}
 		if err != nil {
 			p.log.Warn("ignoring a message that is not a decision", "order", t.ID, "message", string(m.Body), "error", err)
 			continue
@@ -271,7 +283,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 
 	e := executor.New(db, executor.Config{Logger: cfg.Logger})
 	executor.Register(e, orderType, &orderPoller{
-		timeout: cfg.Timeout, remind: cfg.Remind, out: stdout, log: cfg.Logger, now: time.Now,
+		timeout: cfg.Timeout, remind: cfg.Remind, strict: cfg.Strict, out: stdout, log: cfg.Logger, now: time.Now,
 	})
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -290,7 +302,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 		}
 		return err
 	}
-	if task.Status != tasks.Done {
+	if task.Status != tasks.StatusDone {
 		if task.LastError != "" {
 			fmt.Fprintf(stdout, "order %s %s: %s\n", id, task.Status, task.LastError)
 		} else {

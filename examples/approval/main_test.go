@@ -131,7 +131,7 @@ func result(t *testing.T, db tasks.DB, id tasks.ID) outcome {
 	t.Helper()
 	task, err := tasks.Get(context.Background(), db, id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Done, task.Status)
+	require.Equal(t, tasks.StatusDone, task.Status)
 	var res outcome
 	require.NoError(t, json.Unmarshal(task.Result, &res))
 	return res
@@ -172,6 +172,33 @@ func TestRejected(t *testing.T) {
 
 	require.Equal(t, outcome{Status: "rejected", Item: "a yacht", Reason: "too expensive"}, result(t, db, id))
 	require.True(t, strings.HasSuffix(out, fmt.Sprintf("\norder %s rejected (after 0 reminders): too expensive", id)), out)
+}
+
+// With -strict, a message that is not a decision fails every poll until it
+// is dropped; then a decision ends the order.
+func TestStrictPoisonMessage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	s := start(t, config{DatabaseURL: url, Item: "a lamp", Timeout: time.Hour, Remind: time.Hour, Strict: true})
+	id := s.order(t)
+	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, json.RawMessage(`{"approve":"yes"}`)))
+	require.Eventually(t, func() bool {
+		task, err := tasks.Get(ctx, db, id)
+		require.NoError(t, err)
+		return task.Status == tasks.StatusRetrying
+	}, 30*time.Second, 10*time.Millisecond)
+	task, err := tasks.Get(ctx, db, id)
+	require.NoError(t, err)
+	require.Contains(t, task.LastError, `message {"approve": "yes"} is not a decision`)
+
+	_, err = tasks.DropMessage(ctx, db, id, 1)
+	require.NoError(t, err)
+	require.NoError(t, tasks.ResetFailures(ctx, db, id))
+	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, json.RawMessage(`{"approve":true}`)))
+	s.wait(t)
+	require.Equal(t, "approved", result(t, db, id).Status)
 }
 
 func TestTimedOut(t *testing.T) {

@@ -329,7 +329,7 @@ func submit(ctx context.Context, db *pgxpool.Pool, tg target, n int, stdout io.W
 		}
 		return err
 	}
-	if task.Status != tasks.Done {
+	if task.Status != tasks.StatusDone {
 		return fmt.Errorf("root task %s %s: %s", root, task.Status, task.LastError)
 	}
 	var res fibResult

@@ -171,7 +171,7 @@ func TestCanceledChildFailsTheTree(t *testing.T) {
 	require.Equal(t, 2, n, "the root and fib(1)")
 	task, err := tasks.Get(ctx, db, root)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Failed, task.Status)
+	require.Equal(t, tasks.StatusFailed, task.Status)
 	require.Contains(t, task.LastError, "ended without a result: canceled")
 }
 

@@ -222,7 +222,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	if err := errors.Join(tp.Shutdown(shutCtx), mp.Shutdown(shutCtx)); err != nil {
 		return fmt.Errorf("export telemetry: %w", err)
 	}
-	if done.Status != tasks.Done {
+	if done.Status != tasks.StatusDone {
 		return fmt.Errorf("checkout %s %s: %s", id, done.Status, done.LastError)
 	}
 	fmt.Fprintf(stdout, "checkout %s done: %d items, total %s\n", id, cfg.Items, done.Result)

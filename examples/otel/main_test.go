@@ -82,7 +82,7 @@ func TestOtel(t *testing.T) {
 			require.NoError(t, err)
 			task, err := tasks.Get(ctx, db, id)
 			require.NoError(t, err)
-			require.Equal(t, tasks.Done, task.Status)
+			require.Equal(t, tasks.StatusDone, task.Status)
 
 			// Spans: the checkout's three polls (spawn, fan in as the items
 			// end), the items' four successful polls and one failure.

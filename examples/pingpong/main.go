@@ -196,7 +196,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 
 	var st playerState
 	for i, task := range ended {
-		if task.Status != tasks.Done {
+		if task.Status != tasks.StatusDone {
 			return fmt.Errorf("player %s %s: %s", task.ID, task.Status, task.LastError)
 		}
 		var received int

@@ -37,7 +37,7 @@ func TestPingPong(t *testing.T) {
 				require.NoError(t, err)
 				task, err := tasks.Get(ctx, db, id)
 				require.NoError(t, err)
-				require.Equal(t, tasks.Done, task.Status)
+				require.Equal(t, tasks.StatusDone, task.Status)
 				require.Equal(t, playerType, task.Type)
 				require.JSONEq(t, strconv.Itoa(n), string(task.Result), "each player received n balls")
 				require.Zero(t, task.InboxLen, "no ball left in flight")

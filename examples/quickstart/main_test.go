@@ -26,7 +26,7 @@ func TestQuickstart(t *testing.T) {
 	require.NoError(t, err)
 	task, err := tasks.Get(ctx, testdb.Pool(t, url), id)
 	require.NoError(t, err)
-	require.Equal(t, tasks.Done, task.Status)
+	require.Equal(t, tasks.StatusDone, task.Status)
 	require.Zero(t, task.InboxLen, "every message was taken")
 }
 

@@ -98,6 +98,12 @@ type Options struct {
 	// SampleEvery is how often bloat samples the table's size. Default 5s.
 	SampleEvery time.Duration
 
+	// History is whether the executors record their polls in
+	// corotask.history: "on" (the default), "off", or "both": the
+	// scenario runs with history off, then on, back to back, and the second
+	// result compares its headline figure with the first's.
+	History string
+
 	// JSON prints one JSON object per scenario instead of text.
 	JSON bool
 	// CPUProfile writes a CPU profile of the scenario's executors to this
@@ -123,17 +129,19 @@ type scenario struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, r *runner, res *Result) error
+	// headline is the metric -history both compares; higher is better.
+	headline string
 }
 
 var scenarios = []scenario{
-	{"oneshot", "N tasks created in bulk, each polled once to Done: tasks/s from the first claim to the last commit", runOneshot},
-	{"create", "N tasks created with CreateMany in batches of -batch: tasks/s", runCreate},
-	{"tree", "fan-out/fan-in: fibonacci(N) or a k-ary tree of tasks that spawn children and sum their results", runTree},
-	{"pingpong", "N messages sent to a suspended task: latency from Send to the start of the poll that sees it", runPingPong},
-	{"fanin", "K children each completing into one parent: time until the parent has all K", runFanin},
-	{"heartbeat", "M polls in flight for -duration: heartbeat statements/s, executor CPU and memory", runHeartbeat},
-	{"idle", "claim cost with -levels tasks sleeping, suspended or running, relative to none", runIdle},
-	{"bloat", "N task lifecycles (create, claim, commit done, retention delete): table size and dead tuples over time", runBloat},
+	{"oneshot", "N tasks created in bulk, each polled once to Done: tasks/s from the first claim to the last commit", runOneshot, "tasks_per_sec"},
+	{"create", "N tasks created with CreateMany in batches of -batch: tasks/s", runCreate, ""},
+	{"tree", "fan-out/fan-in: fibonacci(N) or a k-ary tree of tasks that spawn children and sum their results", runTree, "tasks_per_sec"},
+	{"pingpong", "N messages sent to a suspended task: latency from Send to the start of the poll that sees it", runPingPong, "round_trips_per_sec"},
+	{"fanin", "K children each completing into one parent: time until the parent has all K", runFanin, ""},
+	{"heartbeat", "M polls in flight for -duration: heartbeat statements/s, executor CPU and memory", runHeartbeat, ""},
+	{"idle", "claim cost with -levels tasks sleeping, suspended or running, relative to none", runIdle, ""},
+	{"bloat", "N task lifecycles (create, claim, commit done, retention delete): table size and dead tuples over time", runBloat, "lifecycles_per_sec"},
 }
 
 // Scenarios returns the names of the scenarios, in the order "all" runs them.
@@ -186,6 +194,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Iterations, "iterations", o.Iterations, "idle: claims timed per level, `N` (default 300)")
 	fs.DurationVar(&o.Retention, "retention", o.Retention, "bloat: retention of ended tasks (default 2s)")
 	fs.DurationVar(&o.SampleEvery, "sample-every", o.SampleEvery, "bloat: sampling interval of the table size (default 5s)")
+	fs.StringVar(&o.History, "history", o.History, "record polls in corotask.history, `MODE` on, off or both (off then on, back to back, compared) (default on)")
 	fs.BoolVar(&o.JSON, "json", o.JSON, "print one JSON object per scenario")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", o.CPUProfile, "write a CPU profile of the executors to `FILE`")
 	fs.BoolVar(&o.Statements, "statements", o.Statements, "report the top statements from pg_stat_statements (if preloaded)")
@@ -270,6 +279,9 @@ func (o Options) withDefaults(name string) Options {
 	defD(&o.Gap, 5*time.Millisecond)
 	defD(&o.Retention, 2*time.Second)
 	defD(&o.SampleEvery, 5*time.Second)
+	if o.History == "" {
+		o.History = "on"
+	}
 	return o
 }
 
@@ -288,6 +300,9 @@ func (o Options) validate() error {
 	}
 	if o.Executors > o.Workers && o.Workers > 0 {
 		return fmt.Errorf("-executors %d is more than -workers %d", o.Executors, o.Workers)
+	}
+	if o.History != "" && o.History != "on" && o.History != "off" && o.History != "both" {
+		return fmt.Errorf("-history must be on, off or both, not %q", o.History)
 	}
 	if o.Shape != "" && o.Shape != "fib" && o.Shape != "kary" {
 		return fmt.Errorf("-shape must be fib or kary, not %q", o.Shape)
@@ -326,28 +341,56 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for i, s := range todo {
+	printed := 0
+	for _, s := range todo {
 		o := opts.withDefaults(s.name)
 		o.Scenario = s.name
 		if opts.Scenario == "all" && o.CPUProfile != "" {
 			o.CPUProfile = opts.CPUProfile + "." + s.name
 		}
-		res, err := runOne(ctx, srv, s, o, stderr)
-		if err != nil {
-			return fmt.Errorf("bench %s: %w", s.name, err)
+		variants := []string{o.History}
+		if o.History == "both" {
+			variants = []string{"off", "on"}
 		}
-		if opts.JSON {
-			if err := res.writeJSON(stdout); err != nil {
-				return err
+		var off *Result
+		for _, h := range variants {
+			o.History = h
+			res, err := runOne(ctx, srv, s, o, stderr)
+			if err != nil {
+				return fmt.Errorf("bench %s (history %s): %w", s.name, h, err)
 			}
-		} else {
-			if i > 0 {
-				fmt.Fprintln(stdout)
+			if off != nil {
+				compareHistory(s, off, res)
 			}
-			res.writeText(stdout, i == 0)
+			off = res
+			if opts.JSON {
+				if err := res.writeJSON(stdout); err != nil {
+					return err
+				}
+			} else {
+				if printed > 0 {
+					fmt.Fprintln(stdout)
+				}
+				res.writeText(stdout, printed == 0)
+			}
+			printed++
 		}
 	}
 	return nil
+}
+
+// compareHistory adds to on, a run with history on, its headline figure
+// relative to off's, the same scenario run just before with history off.
+func compareHistory(s scenario, off, on *Result) {
+	if s.headline == "" {
+		return
+	}
+	a, b := off.Metrics.Float(s.headline), on.Metrics.Float(s.headline)
+	if !(a > 0) {
+		return
+	}
+	on.metric("history_on_vs_off", b/a)
+	on.note("%s with history on is %.2fx the run with history off just before (%.0f vs %.0f)", s.headline, b/a, b, a)
 }
 
 // runOne runs one scenario in a fresh database.
@@ -373,6 +416,7 @@ func runOne(ctx context.Context, srv *server, s scenario, o Options, stderr io.W
 	}()
 	r := newRunner(db.url, "", o, stderr)
 	res := &Result{Scenario: s.name, Env: srv.env, Started: time.Now()}
+	res.param("history", o.History)
 	if what, age := srv.horizonHolder(ctx); what != "" {
 		res.param("xmin_held_sec", round(age))
 		res.note("%s has been open for %.0fs: it holds back the xmin horizon of the whole server, so the index entries of claimed tasks are not marked dead and each claim walks past them (slower claims until VACUUM)", what, age)

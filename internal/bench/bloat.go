@@ -36,7 +36,7 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 	cfg.Retention = o.Retention
 	cfg.RetentionInterval = time.Second
 	grp, err := r.startExecutors(ctx, 1, o.Workers, cfg, func(e *executor.Executor) {
-		executor.Register(e, oneshotType, oneshotPoller(&first, &polls))
+		executor.Register(e, oneshotType, oneshotPoller(&first, &polls), r.typeOptions()...)
 	})
 	if err != nil {
 		return err
@@ -52,6 +52,13 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 		if err != nil {
 			return nil, err
 		}
+		// The history table, deleted with its tasks by retention.
+		var hTotal, hDead, hRows int64
+		err = db.QueryRow(ctx, `SELECT pg_total_relation_size(relid), n_dead_tup, (SELECT count(*) FROM corotask.history)
+			FROM pg_stat_user_tables WHERE relid = 'corotask.history'::regclass`).Scan(&hTotal, &hDead, &hRows)
+		if err != nil {
+			return nil, err
+		}
 		return Fields{
 			{"t_sec", time.Since(start).Seconds()},
 			{"lifecycles", polls.Load()},
@@ -62,6 +69,9 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 			{"dead_tup", dead},
 			{"autovacuums", autovacuums},
 			{"vacuums", vacuums},
+			{"history_rows", hRows},
+			{"history_total_bytes", float64(hTotal)},
+			{"history_dead_tup", hDead},
 		}, nil
 	}
 
@@ -117,8 +127,9 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 				return err
 			}
 			res.Series = append(res.Series, s)
-			r.progress("%s", fmt.Sprintf("%5.0fs %9d lifecycles, table %s, total %s, %d dead tuples", s.Float("t_sec"),
-				polls.Load(), bytesize(s.Float("table_bytes")), bytesize(s.Float("total_bytes")), int64(s.Float("dead_tup"))))
+			r.progress("%s", fmt.Sprintf("%5.0fs %9d lifecycles, table %s, total %s, %d dead tuples; history %s, %d rows", s.Float("t_sec"),
+				polls.Load(), bytesize(s.Float("table_bytes")), bytesize(s.Float("total_bytes")), int64(s.Float("dead_tup")),
+				bytesize(s.Float("history_total_bytes")), int64(s.Float("history_rows"))))
 			if polls.Load() >= int64(o.N) {
 				return nil
 			}
@@ -162,20 +173,24 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 	res.metric("lifecycles", polls.Load())
 	res.metric("sec", elapsed.Seconds())
 	res.metric("lifecycles_per_sec", rate(int(polls.Load()), elapsed))
-	var maxTable, maxTotal, maxDead float64
-	var firstHalf, secondHalf float64
+	var maxTable, maxTotal, maxDead, maxHistory, maxHistoryRows float64
+	var firstHalf, secondHalf, historyFirst, historySecond float64
 	n := len(res.Series)
 	for i, s := range res.Series {
 		maxTable = max(maxTable, s.Float("table_bytes"))
 		maxTotal = max(maxTotal, s.Float("total_bytes"))
 		maxDead = max(maxDead, s.Float("dead_tup"))
+		maxHistory = max(maxHistory, s.Float("history_total_bytes"))
+		maxHistoryRows = max(maxHistoryRows, s.Float("history_rows"))
 		if i == n-1 {
 			continue // after the run
 		}
 		if i < n/2 {
 			firstHalf = max(firstHalf, s.Float("total_bytes"))
+			historyFirst = max(historyFirst, s.Float("history_total_bytes"))
 		} else {
 			secondHalf = max(secondHalf, s.Float("total_bytes"))
+			historySecond = max(historySecond, s.Float("history_total_bytes"))
 		}
 	}
 	res.metric("table_bytes_max", maxTable)
@@ -192,6 +207,19 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 			verdict = "GROWING"
 		}
 		res.note("size: %s (the largest total size in the second half of the run is %.2fx that of the first half)", verdict, growth)
+	}
+	res.metric("history_total_bytes_max", maxHistory)
+	res.metric("history_rows_max", maxHistoryRows)
+	res.metric("history_total_bytes_final", final.Float("history_total_bytes"))
+	res.metric("history_rows_final", final.Float("history_rows"))
+	if historyFirst > 0 {
+		growth := historySecond / historyFirst
+		res.metric("history_growth_second_half_vs_first", growth)
+		verdict := "bounded"
+		if growth > 1.5 {
+			verdict = "GROWING"
+		}
+		res.note("history size: %s (%.2fx from the first half of the run to the second); retention deletes a task's history with it", verdict, growth)
 	}
 	res.note("retention deletes ended tasks after -retention, every second; total_bytes is the table, its indexes and TOAST; vacuums are VACUUMs not run by autovacuum (e.g. the executor's own, when the server's autovacuum is off)")
 	return nil

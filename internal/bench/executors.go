@@ -46,6 +46,11 @@ func (r *runner) executorConfig(concurrency int) executor.Config {
 	return cfg
 }
 
+// typeOptions are the options every scenario registers its types with.
+func (r *runner) typeOptions() []executor.Option {
+	return []executor.Option{executor.History(r.opts.History != "off")}
+}
+
 // startExecutors starts n executors in this process sharing concurrency
 // slots, each on its own pool of Options.Pool connections, configured by
 // cfg (Concurrency is overridden) with pollers registered by register.

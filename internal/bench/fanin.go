@@ -82,8 +82,8 @@ func runFanin(ctx context.Context, r *runner, res *Result) error {
 		return executor.DoneWith(t.State), nil
 	})
 	grp, err := r.startExecutors(ctx, 1, o.Workers, r.executorConfig(0), func(e *executor.Executor) {
-		executor.Register(e, faninParentType, parent)
-		executor.Register(e, faninChildType, child)
+		executor.Register(e, faninParentType, parent, r.typeOptions()...)
+		executor.Register(e, faninChildType, child, r.typeOptions()...)
 	})
 	if err != nil {
 		return err
@@ -118,7 +118,7 @@ func runFanin(ctx context.Context, r *runner, res *Result) error {
 		return err
 	}
 	want := int64(o.K) * int64(o.K-1) / 2
-	if task.Status != tasks.Done || string(task.Result) != fmt.Sprint(want) {
+	if task.Status != tasks.StatusDone || string(task.Result) != fmt.Sprint(want) {
 		return fmt.Errorf("parent ended %s with %s, want done with %d", task.Status, task.Result, want)
 	}
 	first := ft.firstChild.get()

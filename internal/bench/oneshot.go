@@ -70,7 +70,7 @@ func runOneshot(ctx context.Context, r *runner, res *Result) error {
 	)
 	if mode == "in-process" {
 		grp, err = r.startExecutors(ctx, o.Executors, o.Workers, r.executorConfig(0), func(e *executor.Executor) {
-			executor.Register(e, oneshotType, oneshotPoller(&first, &polls))
+			executor.Register(e, oneshotType, oneshotPoller(&first, &polls), r.typeOptions()...)
 		})
 	} else {
 		ps, err = r.startWorkers(ctx, "oneshot", split(o.Workers, o.Executors))

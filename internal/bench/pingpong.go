@@ -54,7 +54,7 @@ func runPingPong(ctx context.Context, r *runner, res *Result) error {
 		return executor.Suspend(), nil
 	})
 	grp, err := r.startExecutors(ctx, 1, o.Workers, r.executorConfig(0), func(e *executor.Executor) {
-		executor.Register(e, pongType, poller)
+		executor.Register(e, pongType, poller, r.typeOptions()...)
 	})
 	if err != nil {
 		return err

@@ -126,7 +126,7 @@ func runTree(ctx context.Context, r *runner, res *Result) error {
 	defer db.Close()
 	var polls atomic.Int64
 	grp, err := r.startExecutors(ctx, 1, o.Workers, r.executorConfig(0), func(e *executor.Executor) {
-		executor.Register(e, treeType, treePoller(&polls))
+		executor.Register(e, treeType, treePoller(&polls), r.typeOptions()...)
 	})
 	if err != nil {
 		return err
@@ -152,7 +152,7 @@ func runTree(ctx context.Context, r *runner, res *Result) error {
 	if err := grp.stop(); err != nil {
 		return err
 	}
-	if task.Status != tasks.Done || string(task.Result) != fmt.Sprint(want) {
+	if task.Status != tasks.StatusDone || string(task.Result) != fmt.Sprint(want) {
 		return fmt.Errorf("root ended %s with %s, want done with %d", task.Status, task.Result, want)
 	}
 	elapsed := task.DoneAt.Sub(start)

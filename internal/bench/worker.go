@@ -50,6 +50,7 @@ type workerSpec struct {
 	Pool        int    `json:"pool"`
 	CPUProfile  string `json:"cpuprofile,omitempty"`
 	OTel        bool   `json:"otel,omitempty"`
+	NoHistory   bool   `json:"no_history,omitempty"`
 }
 
 // workerReport is what a worker says when it stops, as one JSON line.
@@ -95,7 +96,7 @@ func worker(specJSON string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := executor.New(pool, cfg)
 	var first firstTime
 	var polls atomic.Int64
-	executor.Register(e, oneshotType, oneshotPoller(&first, &polls))
+	executor.Register(e, oneshotType, oneshotPoller(&first, &polls), executor.History(!spec.NoHistory))
 	if spec.CPUProfile != "" {
 		f, err := os.Create(spec.CPUProfile)
 		if err != nil {
@@ -152,7 +153,8 @@ func (r *runner) startWorkers(ctx context.Context, kind string, concurrency []in
 	}
 	var ps procs
 	for i, c := range concurrency {
-		spec := workerSpec{URL: r.url, DB: r.db, Kind: kind, Concurrency: c, Pool: r.opts.Pool, OTel: r.opts.OTel}
+		spec := workerSpec{URL: r.url, DB: r.db, Kind: kind, Concurrency: c, Pool: r.opts.Pool, OTel: r.opts.OTel,
+			NoHistory: r.opts.History == "off"}
 		if r.opts.CPUProfile != "" {
 			spec.CPUProfile = fmt.Sprintf("%s.%d", r.opts.CPUProfile, i+1)
 		}

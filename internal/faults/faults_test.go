@@ -203,6 +203,10 @@ func TestFaults(t *testing.T) {
 	require.Zero(t, r.Ledger.Total.Lost)
 	require.Zero(t, r.Ledger.Total.Duplicated)
 	require.Positive(t, r.Ledger.CommittedPolls)
+	injected := r.Faults()
+	for _, k := range []string{faults.FaultDecodePanic, faults.FaultCommitPanic, faults.FaultLockWait, faults.FaultPoison} {
+		require.Positive(t, injected[k], "no %s injected", k)
+	}
 	if *flagDir == "" {
 		_ = os.RemoveAll(dir)
 	}

@@ -49,8 +49,17 @@ type Config struct {
 	// ErrorRate, PanicRate and StallRate are each poll's chances to fail, to
 	// panic, and to stall past the heartbeat timeout [0.05, 0.02, 0.01].
 	ErrorRate, PanicRate, StallRate float64
-	DrainTimeout                    time.Duration // how long the end may take once faults stop [3m]
-	Logf                            func(format string, args ...any)
+	// OnCommitPanicRate and LockWaitRate are each commit's chances that its
+	// OnCommit panics, and that it waits for a lock past statement_timeout
+	// (the first attempt only) [0.01, 0.02].
+	OnCommitPanicRate, LockWaitRate float64
+	// PoisonRate and TrapRate are each external message's chances to be a
+	// poison message (a body that does not decode as Msg), and to carry the
+	// marker on which Msg's decoder panics, half the times it is decoded
+	// [0.1, 0.05].
+	PoisonRate, TrapRate float64
+	DrainTimeout         time.Duration // how long the end may take once faults stop [3m]
+	Logf                 func(format string, args ...any)
 }
 
 func (c Config) withDefaults() Config {
@@ -66,6 +75,10 @@ func (c Config) withDefaults() Config {
 	c.ErrorRate = cmp.Or(c.ErrorRate, 0.05)
 	c.PanicRate = cmp.Or(c.PanicRate, 0.02)
 	c.StallRate = cmp.Or(c.StallRate, 0.01)
+	c.OnCommitPanicRate = cmp.Or(c.OnCommitPanicRate, 0.01)
+	c.LockWaitRate = cmp.Or(c.LockWaitRate, 0.02)
+	c.PoisonRate = cmp.Or(c.PoisonRate, 0.1)
+	c.TrapRate = cmp.Or(c.TrapRate, 0.05)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, 3*time.Minute)
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
@@ -85,6 +98,10 @@ const (
 	FaultPollError   = "poll error"
 	FaultPollPanic   = "poll panic"
 	FaultPollStall   = "poll stall past the heartbeat timeout"
+	FaultDecodePanic = "message decoder panic"
+	FaultCommitPanic = "OnCommit panic"
+	FaultLockWait    = "OnCommit lock wait past statement_timeout"
+	FaultPoison      = "poison message (does not decode)"
 	armedPoll        = "armed: kill in a poll"
 	armedCommit      = "armed: kill in the commit transaction"
 	terminatedConns  = "connections terminated"
@@ -318,13 +335,23 @@ func (h *harness) sendExternal(ctx context.Context) {
 		if len(targets) > 0 {
 			to := targets[h.intn(len(targets))]
 			id := fmt.Sprintf("ext-%d", h.extSeq.Add(1))
+			kind, body := KindExt, any(Msg{ID: id, Kind: KindExt})
+			switch r := h.float(); {
+			case r < h.cfg.PoisonRate:
+				kind, body = KindPoison, poisonBody(id)
+			case r < h.cfg.PoisonRate+h.cfg.TrapRate:
+				body = Msg{ID: id, Kind: KindExt, Trap: trapDecodePanic}
+			}
 			err := pgx.BeginFunc(c, h.pool, func(tx pgx.Tx) error {
-				if err := inbox.Send(c, tx, to, tasks.ID{}, Msg{ID: id, Kind: KindExt}); err != nil {
+				if err := inbox.Send(c, tx, to, tasks.ID{}, body); err != nil {
 					return err
 				}
-				_, err := tx.Exec(c, `INSERT INTO faults.sent (msg_id, to_task, kind) VALUES ($1, $2, $3)`, id, to, KindExt)
+				_, err := tx.Exec(c, `INSERT INTO faults.sent (msg_id, to_task, kind) VALUES ($1, $2, $3)`, id, to, kind)
 				return err
 			})
+			if err == nil && kind == KindPoison {
+				h.count(FaultPoison, 1)
+			}
 			switch {
 			case errors.Is(err, tasks.ErrEnded):
 				h.count(externalRefused, 1)
@@ -497,6 +524,7 @@ func (s *slot) supervise() {
 			Concurrency: h.cfg.Concurrency, HeartbeatTimeout: h.cfg.HeartbeatTimeout,
 			PollInterval: 200 * time.Millisecond,
 			ErrorRate:    h.cfg.ErrorRate, PanicRate: h.cfg.PanicRate, StallRate: h.cfg.StallRate,
+			OnCommitPanicRate: h.cfg.OnCommitPanicRate, LockWaitRate: h.cfg.LockWaitRate,
 			Stall: h.cfg.HeartbeatTimeout * 3 / 2,
 		}
 		cmd, err := h.cfg.Command(wc)

@@ -80,7 +80,7 @@ func ScanLogs(dir string) (*Logs, error) {
 				switch {
 				case strings.Contains(rec.Error, errInjected.Error()):
 					key += " [injected error]"
-				case strings.Contains(rec.Error, "poller panicked: injected panic"):
+				case strings.Contains(rec.Error, "panicked: injected panic"):
 					key += " [injected panic]"
 				case strings.Contains(rec.Error, "doomed"):
 					key += " [doomed]"
@@ -151,6 +151,10 @@ func (r *Report) Faults() map[string]int {
 	f[FaultPollError] = r.Logs.Attempts["E"]
 	f[FaultPollPanic] = r.Logs.Attempts["P"]
 	f[FaultPollStall] = r.Logs.Attempts["S"]
+	f[FaultDecodePanic] = r.Logs.Attempts["PD"]
+	f[FaultCommitPanic] = r.Logs.Attempts["PC"]
+	f[FaultLockWait] = r.Logs.Attempts["L"]
+	f[FaultPoison] = r.Harness[FaultPoison]
 	return f
 }
 

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/executor"
@@ -45,6 +47,10 @@ type WorkerConfig struct {
 	// panics, or stalls for Stall (ignoring its context) before going on.
 	ErrorRate, PanicRate, StallRate float64
 	Stall                           time.Duration
+	// OnCommitPanicRate and LockWaitRate are the chances that a commit's
+	// OnCommit panics, and that its first attempt waits for a lock past
+	// statement_timeout.
+	OnCommitPanicRate, LockWaitRate float64
 }
 
 // Worker runs the workload's pollers in one process.
@@ -55,6 +61,11 @@ type Worker struct {
 	mu  sync.Mutex
 	rng *rand.Rand
 	log *os.File
+
+	// holder is a connection of the worker's own that holds the advisory
+	// lock an OnCommit then waits for; one lock wait at a time.
+	holdMu sync.Mutex
+	holder *pgx.Conn
 }
 
 // Kill points.
@@ -103,6 +114,9 @@ func runWorker(ctx context.Context, cfg WorkerConfig, sigs chan os.Signal) error
 	}
 	defer f.Close()
 	w := &Worker{cfg: cfg, log: f, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+	trapWorker.Store(w)
+	defer trapWorker.Store(nil)
+	defer w.closeHolder()
 
 	pcfg, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
@@ -190,4 +204,58 @@ func (w *Worker) intn(n int) int {
 // pad returns some kilobytes of text, so that messages vary in size.
 func (w *Worker) pad() string {
 	return strings.Repeat("x", 1+w.intn(4096))
+}
+
+// lockWait makes the commit transaction tx wait for a lock another
+// connection holds, past a statement_timeout, as a commit behind a long
+// transaction would: it returns the server's error (57014), which the
+// executor must retry, not count against the poll. It returns nil, and
+// injects nothing, when the lock cannot be taken first (the database is
+// down).
+func (w *Worker) lockWait(ctx context.Context, tx pgx.Tx, typ tasks.Type, id tasks.ID) error {
+	w.holdMu.Lock()
+	defer w.holdMu.Unlock()
+	hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if w.holder == nil || w.holder.IsClosed() {
+		c, err := pgx.Connect(hctx, w.cfg.URL)
+		if err != nil {
+			return nil
+		}
+		w.holder = c
+	}
+	key := int64(w.intn(1 << 30))
+	if _, err := w.holder.Exec(hctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+		w.closeHolderLocked()
+		return nil
+	}
+	defer func() {
+		if _, err := w.holder.Exec(hctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
+			w.closeHolderLocked() // closing the session releases its lock
+		}
+	}()
+	w.attempt("L", typ, id)
+	_, err := tx.Exec(ctx, `SET LOCAL statement_timeout = '20ms'`)
+	if err == nil {
+		_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, key)
+	}
+	if err == nil {
+		return errors.New("faults: a lock wait past statement_timeout did not time out")
+	}
+	return err
+}
+
+func (w *Worker) closeHolder() {
+	w.holdMu.Lock()
+	defer w.holdMu.Unlock()
+	w.closeHolderLocked()
+}
+
+func (w *Worker) closeHolderLocked() {
+	if w.holder != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = w.holder.Close(ctx)
+		w.holder = nil
+	}
 }

@@ -2,8 +2,11 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,6 +53,48 @@ type Msg struct {
 	Seq      int        `json:"seq,omitempty"`
 	Siblings []tasks.ID `json:"siblings,omitempty"`
 	Pad      string     `json:"pad,omitempty"`
+	// Trap, when trapDecodePanic, makes a worker's decoder panic half the
+	// times it decodes the message.
+	Trap string `json:"trap,omitempty"`
+}
+
+// trapDecodePanic is the marker of a message whose decoding may panic.
+const trapDecodePanic = "decode-panic"
+
+// trapWorker is the worker of this process, if it runs one: the decoder
+// draws its chances and logs its panics there. The harness's own process
+// has none, and never panics.
+var trapWorker atomic.Pointer[Worker]
+
+// UnmarshalJSON decodes a Msg, and panics on a trapped one half the time:
+// the executor must turn that into a failed poll, and the message must be
+// seen by a later poll all the same.
+func (m *Msg) UnmarshalJSON(b []byte) error {
+	type plain Msg
+	if err := json.Unmarshal(b, (*plain)(m)); err != nil {
+		return err
+	}
+	if w := trapWorker.Load(); w != nil && m.Trap == trapDecodePanic && w.float() < 0.5 {
+		w.attempt("PD", "", tasks.ID{})
+		panic("injected panic in Msg.UnmarshalJSON, message " + m.ID)
+	}
+	return nil
+}
+
+// poisonBody is the body of a poison message: it has the ledger ID of a
+// message, but does not decode as a Msg.
+func poisonBody(id string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"id": id, "kind": KindPoison, "seq": "not a number"})
+	return b
+}
+
+// poisonID returns the ledger ID a poison message carries, if any.
+func poisonID(raw json.RawMessage) string {
+	var p struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(raw, &p)
+	return p.ID
 }
 
 // Message kinds.
@@ -58,6 +103,7 @@ const (
 	KindSib    = "sib"    // sibling to sibling, numbered 1..SiblingMessages
 	KindExt    = "ext"    // from the harness, outside any task
 	KindResult = "result" // a child's result, in its completion message
+	KindPoison = "poison" // from the harness, a body that does not decode as Msg
 )
 
 // CompletionID is the ledger ID of the completion message child sends its
@@ -105,14 +151,43 @@ func (r *record) anomalyf(format string, args ...any) {
 // also where an armed commit-kill fires: the task's row is updated, the
 // transaction is open, and the process dies.
 func commitRecord[S any](w *Worker, t *executor.Task[S, Msg], seq int, r *record) {
+	tried := false // this commit's first attempt is over
 	t.OnCommit(func(ctx context.Context, tx pgx.Tx) error {
 		w.maybeDie(killInCommit)
+		first := !tried
+		tried = true
+		if r := w.float(); r < w.cfg.OnCommitPanicRate {
+			w.attempt("PC", t.Type, t.ID)
+			panic("injected panic in OnCommit")
+		} else if first && r < w.cfg.OnCommitPanicRate+w.cfg.LockWaitRate {
+			if err := w.lockWait(ctx, tx, t.Type, t.ID); err != nil {
+				return err
+			}
+		}
 		consumed := r.consumed
 		if consumed == nil {
 			consumed = []string{}
 		}
+		sentID, sentTo, sentKind := r.sentID, r.sentTo, r.sentKind
+		if slices.Contains(sentKind, KindResult) {
+			// A Done poll ends its task (and sends its completion) only
+			// when no message arrived during it; else the task is polled
+			// again and its result is sent by a later poll.
+			var ended bool
+			if err := tx.QueryRow(ctx, `SELECT done_at IS NOT NULL FROM corotask.tasks WHERE task_id = $1`, t.ID).Scan(&ended); err != nil {
+				return err
+			}
+			if !ended {
+				sentID, sentTo, sentKind = nil, nil, nil
+				for i, k := range r.sentKind {
+					if k != KindResult {
+						sentID, sentTo, sentKind = append(sentID, r.sentID[i]), append(sentTo, r.sentTo[i]), append(sentKind, k)
+					}
+				}
+			}
+		}
 		_, err := tx.Exec(ctx, recordSQL, r.poll, t.ID, seq, w.cfg.Name, r.started,
-			consumed, nonNil(r.sentID), nonNilIDs(r.sentTo), nonNil(r.sentKind), nonNil(r.anomaly))
+			consumed, nonNil(sentID), nonNilIDs(sentTo), nonNil(sentKind), nonNil(r.anomaly))
 		return err
 	})
 }
@@ -202,6 +277,13 @@ func (w *Worker) pollNode(ctx context.Context, t *executor.Task[NodeState, Msg])
 			break
 		}
 		switch {
+		case m.DecodeErr != nil && !m.Done:
+			// A poison message: dropped, and counted as consumed.
+			if id := poisonID(m.Raw); id != "" {
+				r.consumed = append(r.consumed, id)
+			} else {
+				r.anomalyf("undecodable message without an id from %s: %v", m.From, m.DecodeErr)
+			}
 		case m.Done:
 			id := CompletionID(m.From)
 			r.consumed = append(r.consumed, id)
@@ -249,6 +331,9 @@ func (w *Worker) pollNode(ctx context.Context, t *executor.Task[NodeState, Msg])
 				s.Recv[from] = m.Body.Seq
 			case KindExt:
 				s.Ext++
+				if m.Body.Trap != "" && m.Body.Trap != trapDecodePanic {
+					r.anomalyf("message %s with trap %q", m.Body.ID, m.Body.Trap)
+				}
 			default:
 				r.anomalyf("unexpected message %+v", m.Body)
 			}
@@ -321,6 +406,10 @@ func (w *Worker) pollVictim(ctx context.Context, t *executor.Task[VictimState, M
 		m, ok := t.Inbox.Pop()
 		if !ok {
 			break
+		}
+		if m.DecodeErr != nil {
+			r.consumed = append(r.consumed, poisonID(m.Raw))
+			continue
 		}
 		r.consumed = append(r.consumed, m.Body.ID)
 	}

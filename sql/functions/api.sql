@@ -23,19 +23,31 @@ CREATE OR REPLACE FUNCTION corotask.max_message_bytes() RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS 'SELECT 1048576';
 
 -- The derived status of a task, as the Go API and the CLI report it. A task
--- is running exactly when it holds a claim.
+-- is running exactly when it holds a claim; 'stale' when that claim has
+-- expired (its executor died or stalled: another executor will take it
+-- over). A task waiting out the backoff of a failed poll is 'retrying', not
+-- 'sleeping'. A ready task is 'unserved' when executors have registered in
+-- corotask.executors and no live one serves its type (they stopped, died,
+-- or serve other types); in a database where none has registered (tasks
+-- polled only through PollOnce) it stays 'ready'.
 CREATE OR REPLACE FUNCTION corotask.status(t corotask.tasks) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT CASE
         WHEN t.outcome IS NOT NULL THEN t.outcome
+        WHEN t.claim IS NOT NULL AND t.claim_expires_at < now() THEN 'stale'
         WHEN t.claim IS NOT NULL THEN 'running'
         WHEN t.wake_at IS NULL THEN 'suspended'
+        WHEN t.wake_at > now() AND t.failures > 0 THEN 'retrying'
         WHEN t.wake_at > now() THEN 'sleeping'
+        WHEN EXISTS (SELECT 1 FROM corotask.executors)
+             AND NOT EXISTS (SELECT 1 FROM corotask.executors e
+                             WHERE e.expires_at > now() AND t.task_type = ANY (e.task_types)) THEN 'unserved'
         ELSE 'ready'
     END
 $$;
 
--- envelope wraps a message body as stored in an inbox, refusing oversized bodies.
+-- envelope wraps a message body as stored in an inbox, with the time it was
+-- sent ("at"), refusing oversized bodies.
 CREATE OR REPLACE FUNCTION corotask.envelope(p_from uuid, p_body jsonb) RETURNS jsonb
 LANGUAGE plpgsql STABLE SET search_path = '' AS $$
 DECLARE
@@ -46,7 +58,7 @@ BEGIN
             size, corotask.max_message_bytes()
             USING ERRCODE = 'CT413', DETAIL = size::text;
     END IF;
-    RETURN jsonb_build_object('from', p_from, 'body', p_body);
+    RETURN jsonb_build_object('from', p_from, 'body', p_body, 'at', now());
 END
 $$;
 

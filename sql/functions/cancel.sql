@@ -4,8 +4,8 @@
 -- completion builds the one message a parent receives when its child ends.
 CREATE OR REPLACE FUNCTION corotask.completion(p_child uuid, p_outcome text, p_result jsonb, p_error text)
 RETURNS jsonb
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT jsonb_build_object('from', p_child, 'body', p_result, 'done', true)
+LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object('from', p_child, 'body', p_result, 'done', true, 'at', now())
         || CASE p_outcome
                WHEN 'failed' THEN jsonb_build_object('err', coalesce(p_error, 'failed'))
                WHEN 'canceled' THEN jsonb_build_object('err', 'canceled')
@@ -16,6 +16,9 @@ $$;
 -- cancel_task cancels a task and all its live descendants, and returns how many
 -- tasks it canceled. The canceled task's parent, if alive, gets one completion
 -- message; running polls of canceled tasks are told through NOTIFY corotask_cancel.
+-- Each canceled task's history records the cancellation and the database role
+-- of the session that asked for it (session_user: inside this function,
+-- current_user is the schema's owner).
 -- It runs with the rights of the schema's owner, as create_task does; EXECUTE
 -- is revoked from PUBLIC.
 CREATE OR REPLACE FUNCTION corotask.cancel_task(p_task uuid) RETURNS integer
@@ -40,8 +43,11 @@ BEGIN
     END IF;
     PERFORM pg_notify('corotask_cancel', p_task::text) WHERE root.claim IS NOT NULL;
     UPDATE corotask.tasks SET done_at = now(), outcome = 'canceled', wake_at = NULL,
-        heartbeat = NULL, claim = NULL, claim_expires_at = NULL
+        heartbeat = NULL, claim = NULL, claim_expires_at = NULL, attempts = attempts + 1
     WHERE task_id = p_task;
+    INSERT INTO corotask.history (task_id, attempt, outcome, action, actor)
+    VALUES (p_task, root.attempts + 1, 'operator', 'cancel', session_user)
+    ON CONFLICT DO NOTHING;
     total := 1;
     -- Each pass is a new statement with a new snapshot, so children added by a poll
     -- that committed while we waited for a lock are found by the next pass.
@@ -54,10 +60,15 @@ BEGIN
             SELECT c.task_id, c.claim FROM corotask.tasks c JOIN tree ON c.parent_id = tree.task_id
         ), canceled AS (
             UPDATE corotask.tasks t SET done_at = now(), outcome = 'canceled', wake_at = NULL,
-                heartbeat = NULL, claim = NULL, claim_expires_at = NULL
+                heartbeat = NULL, claim = NULL, claim_expires_at = NULL, attempts = t.attempts + 1
             FROM tree
             WHERE t.task_id = tree.task_id AND t.done_at IS NULL
-            RETURNING t.task_id, tree.claim AS old_claim
+            RETURNING t.task_id, t.attempts, tree.claim AS old_claim
+        ), recorded AS (
+            INSERT INTO corotask.history (task_id, attempt, outcome, action, actor, error)
+            SELECT task_id, attempts, 'operator', 'cancel', session_user, 'ancestor ' || p_task || ' canceled'
+            FROM canceled
+            ON CONFLICT DO NOTHING
         )
         SELECT count(*),
                count(pg_notify('corotask_cancel', task_id::text)) FILTER (WHERE old_claim IS NOT NULL)

@@ -17,17 +17,25 @@
 -- and the task is ready at once, so that a poll sees those messages; the task
 -- ends when a poll returns done with no message arrived meanwhile.
 --
+-- Each committed poll whose p_history[i] is 1 or 2 gets its row in
+-- corotask.history (2: with its state), all in one INSERT, and the task's
+-- history is trimmed to its first p_keep_first and last p_keep_last attempts
+-- (see corotask.trim_history).
+--
 -- It returns the tasks whose claim still matched; the others are unchanged.
 CREATE OR REPLACE FUNCTION corotask.commit_polls(
-    p_tasks   uuid[],
-    p_claims  uuid[],
-    p_states  jsonb[],
-    p_taken   integer[],
-    p_actions text[],
-    p_sleeps  float8[],
-    p_ats     timestamptz[],
-    p_results jsonb[],
-    p_effects jsonb[]
+    p_tasks      uuid[],
+    p_claims     uuid[],
+    p_states     jsonb[],
+    p_taken      integer[],
+    p_actions    text[],
+    p_sleeps     float8[],
+    p_ats        timestamptz[],
+    p_results    jsonb[],
+    p_effects    jsonb[],
+    p_history    smallint[],
+    p_keep_first integer,
+    p_keep_last  integer
 ) RETURNS SETOF uuid
 LANGUAGE plpgsql SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
@@ -68,8 +76,8 @@ BEGIN
     END IF;
     FOR r IN
         WITH input AS (
-            SELECT * FROM unnest(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats, p_results, p_effects)
-                WITH ORDINALITY AS u(task_id, claim, state, taken, action, sleep, at, result, effects, i)
+            SELECT * FROM unnest(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats, p_results, p_effects, p_history)
+                WITH ORDINALITY AS u(task_id, claim, state, taken, action, sleep, at, result, effects, history, i)
         ), committed AS (
             UPDATE corotask.tasks t SET
                 inner_state = u.state,
@@ -94,9 +102,25 @@ BEGIN
                 result = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) = 0 THEN u.result END
             FROM input u
             WHERE t.task_id = u.task_id AND t.claim = u.claim
-            RETURNING t.task_id, t.parent_id, t.done_at IS NOT NULL AS ended, u.result, u.effects, u.i
+            RETURNING t.task_id, t.parent_id, t.done_at IS NOT NULL AS ended, u.result, u.effects, u.i,
+                u.history, u.taken, u.action, t.attempts, t.claimed_by, t.claimed_at, t.wake_at, t.inner_state
+        ), recorded AS (
+            INSERT INTO corotask.history (task_id, attempt, outcome, action, executor_id, claimed_at,
+                popped, spawned, sent, state_bytes, state, wake_at)
+            SELECT c.task_id, c.attempts, 'committed', c.action, c.claimed_by, c.claimed_at, c.taken,
+                jsonb_array_length(coalesce(c.effects -> 'spawn', '[]')),
+                jsonb_array_length(coalesce(c.effects -> 'send', '[]')),
+                coalesce(pg_column_size(c.inner_state), 0),
+                CASE WHEN c.history = 2 THEN c.inner_state END, c.wake_at
+            FROM committed c WHERE c.history > 0
+        ), trimmed AS (
+            -- A task with fewer attempts than the window has nothing to trim.
+            DELETE FROM corotask.history h USING committed c
+            WHERE c.history > 0 AND c.attempts > p_keep_first + p_keep_last AND h.task_id = c.task_id
+              AND h.attempt > p_keep_first AND h.attempt <= c.attempts - p_keep_last
+              AND h.outcome <> 'operator'
         )
-        SELECT * FROM committed ORDER BY i
+        SELECT task_id, parent_id, ended, result, effects, i FROM committed ORDER BY i
     LOOP
         RETURN NEXT r.task_id;
         IF jsonb_array_length(coalesce(r.effects -> 'spawn', '[]')) > 0 THEN
@@ -143,7 +167,8 @@ $$;
 -- release_claims gives claims back without counting a failure: the tasks are
 -- ready for another executor after p_delay (0 for an executor shutting down;
 -- an executor that will not poll a task it took back waits a little before
--- trying again). Messages that arrived meanwhile join the inbox.
+-- trying again). Messages that arrived meanwhile join the inbox. Each
+-- release is recorded in the task's history.
 CREATE OR REPLACE FUNCTION corotask.release_claims(p_tasks uuid[], p_claims uuid[], p_delay interval)
 RETURNS integer
 LANGUAGE sql SET search_path = ''
@@ -159,7 +184,11 @@ SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS
                            ELSE LEAST(t.wake_at, now()) END
         FROM unnest(p_tasks, p_claims) AS c(task_id, claim)
         WHERE t.task_id = c.task_id AND t.claim = c.claim
-        RETURNING 1
+        RETURNING t.task_id, t.attempts, t.claimed_by, t.claimed_at, t.wake_at
+    ), recorded AS (
+        INSERT INTO corotask.history (task_id, attempt, outcome, executor_id, claimed_at, wake_at)
+        SELECT task_id, attempts, 'released', claimed_by, claimed_at, wake_at FROM released
+        ON CONFLICT DO NOTHING
     )
     SELECT count(*)::integer FROM released
 $$;

@@ -7,19 +7,33 @@
 -- p_max_failures > 0 and the task has now failed that many times in a row, it
 -- ends as failed and its parent is told. It returns claim_lost when the claim
 -- no longer matches (nothing changed), and ended when the task ended.
+--
+-- p_outcome ('failed' or 'panicked'), p_error and p_stack go to the task's
+-- history when p_history is 1 or 2 (2: with the stored state), trimmed as
+-- commit_polls does.
 CREATE OR REPLACE FUNCTION corotask.fail_poll(
     p_task         uuid,
     p_claim        uuid,
     p_error        text,
     p_backoff      interval,
     p_max_failures integer,
+    p_outcome      text,
+    p_stack        text,
+    p_history      smallint,
+    p_keep_first   integer,
+    p_keep_last    integer,
     OUT claim_lost boolean,
     OUT ended      boolean
 )
 LANGUAGE plpgsql SET search_path = '' AS $$
 DECLARE
     parent uuid;
+    failed corotask.tasks;
 BEGIN
+    IF p_outcome IS NULL OR p_outcome NOT IN ('failed', 'panicked') THEN
+        RAISE EXCEPTION 'corotask: fail_poll outcome must be failed or panicked, not %', p_outcome
+            USING ERRCODE = '22023';
+    END IF;
     -- As in commit_polls: the task and, when it may end now, its parent are
     -- locked in task_id order before either is written.
     IF p_max_failures > 0 THEN
@@ -41,9 +55,18 @@ BEGIN
         done_at = CASE WHEN p_max_failures > 0 AND failures + 1 >= p_max_failures THEN now() END,
         outcome = CASE WHEN p_max_failures > 0 AND failures + 1 >= p_max_failures THEN 'failed' END
     WHERE task_id = p_task AND claim = p_claim
-    RETURNING parent_id, outcome IS NOT NULL INTO parent, ended;
+    RETURNING * INTO failed;
     claim_lost := NOT FOUND;
-    ended := coalesce(ended, false);
+    parent := failed.parent_id;
+    ended := coalesce(failed.outcome IS NOT NULL, false);
+    IF NOT claim_lost AND p_history > 0 THEN
+        INSERT INTO corotask.history (task_id, attempt, outcome, executor_id, claimed_at, error, stack,
+            state_bytes, state, wake_at)
+        VALUES (p_task, failed.attempts, p_outcome, failed.claimed_by, failed.claimed_at, p_error, p_stack,
+            coalesce(pg_column_size(failed.inner_state), 0), CASE WHEN p_history = 2 THEN failed.inner_state END, failed.wake_at)
+        ON CONFLICT DO NOTHING;
+        PERFORM corotask.trim_history(p_task, failed.attempts, p_keep_first, p_keep_last);
+    END IF;
     IF ended AND parent IS NOT NULL THEN
         PERFORM corotask.deliver_all(ARRAY[parent], ARRAY[corotask.completion(p_task, 'failed', NULL, p_error)]);
     END IF;
@@ -59,6 +82,9 @@ LANGUAGE plpgsql SET search_path = '' AS $$
 DECLARE
     parent uuid;
     err text;
+    n integer;
+    holder uuid;
+    since timestamptz;
 BEGIN
     PERFORM 1 FROM corotask.tasks t
     WHERE t.task_id IN (p_task, (SELECT p.parent_id FROM corotask.tasks p WHERE p.task_id = p_task))
@@ -74,10 +100,13 @@ BEGIN
         done_at = now(),
         outcome = 'failed'
     WHERE task_id = p_task AND claim = p_claim
-    RETURNING parent_id, last_error INTO parent, err;
+    RETURNING parent_id, last_error, attempts, claimed_by, claimed_at INTO parent, err, n, holder, since;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    INSERT INTO corotask.history (task_id, attempt, outcome, executor_id, claimed_at, error)
+    VALUES (p_task, n, 'failed', holder, since, 'failed for good without a poll: ' || coalesce(err, 'too many failures'))
+    ON CONFLICT DO NOTHING;
     IF parent IS NOT NULL THEN
         PERFORM corotask.deliver_all(ARRAY[parent], ARRAY[corotask.completion(p_task, 'failed', NULL, err)]);
     END IF;

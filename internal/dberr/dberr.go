@@ -1,0 +1,127 @@
+// Package dberr is the one place where errors PostgreSQL raises for
+// corotask's own conditions become corotask's sentinel errors. The sentinels
+// are defined here and exported by package tasks.
+package dberr
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/oklog/ulid/v2"
+)
+
+var (
+	NotFound = errors.New("task not found")
+	Exists   = errors.New("task already exists")
+	Ended    = errors.New("task has ended")
+	TooLarge = errors.New("message too large")
+	// The operator actions' refusals.
+	Running     = errors.New("task is running")
+	WrongStatus = errors.New("task status does not allow this")
+	NoMessage   = errors.New("no such message")
+)
+
+// MaxMessageBytes is the largest message body corotask.send_to_task accepts
+// (corotask.max_message_bytes()).
+const MaxMessageBytes = 1 << 20
+
+// SQLSTATEs raised by corotask's SQL functions.
+const (
+	codeNotFound  = "CT404"
+	codeEnded     = "CT410"
+	codeTooLarge  = "CT413"
+	codeRunning   = "CT409"
+	codeStatus    = "CT422"
+	codeNoMessage = "CT416"
+	codeUniqueKey = "23505"
+)
+
+// translated is a driver error recognized as one of the sentinels: its text
+// names the task, and both the sentinel and the *pgconn.PgError stay in the
+// chain for errors.Is and errors.As.
+type translated struct {
+	sentinel error
+	text     string
+	pg       *pgconn.PgError
+}
+
+func (e *translated) Error() string   { return e.text }
+func (e *translated) Unwrap() []error { return []error{e.sentinel, e.pg} }
+
+// Translate turns the errors PostgreSQL raises for corotask's own conditions
+// into errors that wrap a sentinel (NotFound, Exists, Ended, TooLarge) and
+// name the task concerned, keeping the *pgconn.PgError in the chain; any
+// other error is returned as it is.
+func Translate(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	wrap := func(sentinel error, text string) error {
+		return &translated{sentinel: sentinel, text: text, pg: pgErr}
+	}
+	var sentinel error
+	switch pgErr.Code {
+	case codeNotFound:
+		sentinel = NotFound
+	case codeEnded:
+		sentinel = Ended
+	case codeRunning:
+		sentinel = Running
+	case codeStatus:
+		sentinel = WrongStatus
+	case codeNoMessage:
+		sentinel = NoMessage
+	case codeTooLarge:
+		return wrap(TooLarge, fmt.Sprintf("%s: %s bytes, limit %d", TooLarge, pgErr.Detail, MaxMessageBytes))
+	case codeUniqueKey:
+		if pgErr.ConstraintName == "tasks_pkey" {
+			return wrap(Exists, fmt.Sprintf("%s: %s", Exists, ulidOf(idFromDetail(pgErr.Detail))))
+		}
+		return err
+	default:
+		return err
+	}
+	// DETAIL is "<role> <uuid>", role being "task" or "parent".
+	role, uuid, ok := strings.Cut(pgErr.Detail, " ")
+	if !ok {
+		return wrap(sentinel, fmt.Sprintf("%s: %s", sentinel, pgErr.Message))
+	}
+	what := ulidOf(uuid)
+	if pgErr.Hint != "" {
+		// Why an operator action was refused: "it is sleeping: ...".
+		what += ": " + pgErr.Hint
+	}
+	if role == "parent" {
+		return wrap(sentinel, fmt.Sprintf("parent %s: %s", sentinel, what))
+	}
+	return wrap(sentinel, fmt.Sprintf("%s: %s", sentinel, what))
+}
+
+// idFromDetail extracts the UUID from a unique violation's DETAIL,
+// "Key (task_id)=(<uuid>) already exists.".
+func idFromDetail(detail string) string {
+	_, rest, ok := strings.Cut(detail, "=(")
+	if !ok {
+		return detail
+	}
+	uuid, _, _ := strings.Cut(rest, ")")
+	return uuid
+}
+
+// ulidOf prints a task's UUID as the ULID corotask shows everywhere else, or
+// returns it as it is when it is not a UUID.
+func ulidOf(uuid string) string {
+	h := strings.ReplaceAll(uuid, "-", "")
+	var id ulid.ULID
+	if len(h) != 32 {
+		return uuid
+	}
+	if _, err := hex.Decode(id[:], []byte(h)); err != nil {
+		return uuid
+	}
+	return id.String()
+}

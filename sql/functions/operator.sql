@@ -1,0 +1,137 @@
+-- Operator actions on one task: retry it now, reset its failures, restart
+-- it after it failed, drop a message from its inbox. Each locks the task's
+-- row, refuses a task an executor holds (a running poll would commit over
+-- the change, or count inbox positions that moved), raises the task's
+-- attempt number and records the action in its history with the database
+-- role of the session that asked for it (session_user: inside these
+-- functions current_user is the schema's owner). A claim skips a locked row,
+-- so a claim and an action never wait for each other for long.
+--
+-- They run with the rights of the schema's owner, as cancel_task does;
+-- EXECUTE is revoked from PUBLIC. Besides CT404 and CT410, they raise CT409
+-- (an executor holds the task), CT422 (the task's status does not allow the
+-- action; HINT says why) and CT416 (no message at that position).
+
+-- operator_lock locks and returns a live task that no executor holds, or
+-- raises CT404, CT410 or CT409. p_what names the action for the error.
+CREATE OR REPLACE FUNCTION corotask.operator_lock(p_task uuid, p_what text, p_ended_ok boolean DEFAULT false)
+RETURNS corotask.tasks
+LANGUAGE plpgsql SET search_path = '' AS $$
+DECLARE
+    t corotask.tasks;
+BEGIN
+    IF p_task IS NULL THEN
+        RAISE EXCEPTION 'corotask: % needs a task id', p_what USING ERRCODE = '22004';
+    END IF;
+    SELECT * INTO t FROM corotask.tasks WHERE task_id = p_task FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'corotask: task % not found', p_task
+            USING ERRCODE = 'CT404', DETAIL = 'task ' || p_task;
+    END IF;
+    IF t.done_at IS NOT NULL AND NOT p_ended_ok THEN
+        RAISE EXCEPTION 'corotask: task % has ended', p_task
+            USING ERRCODE = 'CT410', DETAIL = 'task ' || p_task;
+    END IF;
+    IF t.claim IS NOT NULL THEN
+        RAISE EXCEPTION 'corotask: task % is running', p_task
+            USING ERRCODE = 'CT409', DETAIL = 'task ' || p_task,
+                  HINT = 'an executor holds it: try again once its poll has ended';
+    END IF;
+    RETURN t;
+END
+$$;
+
+-- operator_record records an operator action in the task's history.
+CREATE OR REPLACE FUNCTION corotask.operator_record(t corotask.tasks, p_action text, p_message jsonb DEFAULT NULL)
+RETURNS void
+LANGUAGE sql SET search_path = '' AS $$
+    INSERT INTO corotask.history (task_id, attempt, outcome, action, actor, wake_at, message, state_bytes)
+    VALUES (t.task_id, t.attempts, 'operator', p_action, session_user, t.wake_at, p_message,
+            coalesce(pg_column_size(t.inner_state), 0))
+    ON CONFLICT DO NOTHING
+$$;
+
+-- retry_task makes a task that waits (retrying after a failure, or
+-- sleeping) ready now. Its failures are kept: see reset_failures.
+CREATE OR REPLACE FUNCTION corotask.retry_task(p_task uuid) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+DECLARE
+    t corotask.tasks := corotask.operator_lock(p_task, 'retry_task');
+BEGIN
+    IF t.wake_at IS NULL OR t.wake_at <= now() THEN
+        RAISE EXCEPTION 'corotask: task % is not waiting to be polled', p_task
+            USING ERRCODE = 'CT422', DETAIL = 'task ' || p_task,
+                  HINT = 'it is ' || corotask.status(t) || ': only a retrying or sleeping task can be retried now';
+    END IF;
+    UPDATE corotask.tasks SET wake_at = now(), attempts = attempts + 1
+    WHERE task_id = p_task RETURNING * INTO t;
+    PERFORM corotask.operator_record(t, 'retry');
+END
+$$;
+
+-- reset_failures sets a live task's count of failures in a row back to 0
+-- (and clears its last error), so that its type's MaxFailures counts anew.
+-- When it took effect, when the task is polled is unchanged.
+CREATE OR REPLACE FUNCTION corotask.reset_failures(p_task uuid) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+DECLARE
+    t corotask.tasks := corotask.operator_lock(p_task, 'reset_failures');
+BEGIN
+    UPDATE corotask.tasks SET failures = 0, last_error = NULL, attempts = attempts + 1
+    WHERE task_id = p_task RETURNING * INTO t;
+    PERFORM corotask.operator_record(t, 'reset');
+END
+$$;
+
+-- restart_task brings a failed task back to life, ready now, with its last
+-- committed state and its inbox, and no failures. Its parent already
+-- received the completion message saying it failed, and is not told of the
+-- restart; when the task ends again, its parent (if still alive) receives
+-- another completion message. Its children are as they were.
+CREATE OR REPLACE FUNCTION corotask.restart_task(p_task uuid) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+DECLARE
+    t corotask.tasks := corotask.operator_lock(p_task, 'restart_task', true);
+BEGIN
+    IF t.outcome IS DISTINCT FROM 'failed' THEN
+        RAISE EXCEPTION 'corotask: task % has not failed', p_task
+            USING ERRCODE = 'CT422', DETAIL = 'task ' || p_task,
+                  HINT = 'it is ' || corotask.status(t) || ': only a failed task can be restarted';
+    END IF;
+    UPDATE corotask.tasks SET done_at = NULL, outcome = NULL, result = NULL, wake_at = now(),
+        failures = 0, attempts = attempts + 1
+    WHERE task_id = p_task RETURNING * INTO t;
+    PERFORM corotask.operator_record(t, 'restart');
+END
+$$;
+
+-- drop_message removes the message at p_position (1: the oldest) of a live
+-- task's inbox and returns it; it is kept in the history row of the action.
+CREATE OR REPLACE FUNCTION corotask.drop_message(p_task uuid, p_position integer) RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+DECLARE
+    t corotask.tasks := corotask.operator_lock(p_task, 'drop_message');
+    dropped jsonb;
+    n integer := cardinality(t.inbox);
+BEGIN
+    IF p_position IS NULL OR p_position < 1 OR p_position > n THEN
+        RAISE EXCEPTION 'corotask: task % has no message at position %', p_task, p_position
+            USING ERRCODE = 'CT416', DETAIL = 'task ' || p_task,
+                  HINT = CASE WHEN n = 0 THEN 'position ' || coalesce(p_position::text, 'NULL') || ': its inbox is empty'
+                              ELSE 'position ' || coalesce(p_position::text, 'NULL') || ': its inbox holds ' || n
+                                   || ' message(s), at positions 1 to ' || n END;
+    END IF;
+    dropped := t.inbox[p_position];
+    UPDATE corotask.tasks SET inbox = inbox[:p_position - 1] || inbox[p_position + 1:], attempts = attempts + 1
+    WHERE task_id = p_task RETURNING * INTO t;
+    PERFORM corotask.operator_record(t, 'drop_message', dropped);
+    RETURN dropped;
+END
+$$;
+
+REVOKE EXECUTE ON FUNCTION
+    corotask.retry_task(uuid),
+    corotask.reset_failures(uuid),
+    corotask.restart_task(uuid),
+    corotask.drop_message(uuid, integer)
+FROM PUBLIC;

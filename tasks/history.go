@@ -1,0 +1,119 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/corotask/corotask/internal/dberr"
+	"github.com/jackc/pgx/v5"
+)
+
+// Outcome is how an attempt in a task's history ended.
+type Outcome string
+
+const (
+	// Committed: the poll committed; Action says what it asked for next.
+	Committed Outcome = "committed"
+	// PollFailed: the poll returned an error (or its commit was refused).
+	PollFailed Outcome = "failed"
+	// Panicked: the poll panicked; Stack holds the goroutine's stack.
+	Panicked Outcome = "panicked"
+	// ClaimLost: the poll's claim was lost before it could commit (taken by
+	// another executor after a stall, or not renewed in time).
+	ClaimLost Outcome = "claim_lost"
+	// PollCanceled: the task was canceled while the poll ran.
+	PollCanceled Outcome = "canceled"
+	// TakenOver: the executor polling the task stopped renewing its claim
+	// (crashed, killed or stalled) and another executor took the task over.
+	TakenOver Outcome = "taken_over"
+	// Released: the executor gave its claim back without polling to the end
+	// (it was shutting down), not counted as a failure.
+	Released Outcome = "released"
+	// OperatorAction: an operator acted on the task; Action names the action
+	// (cancel, retry, reset, restart, drop_message) and Actor the database
+	// role.
+	OperatorAction Outcome = "operator"
+)
+
+// HistoryEntry is one attempt in a task's history: a poll that ended, or an
+// operator action.
+type HistoryEntry struct {
+	Task    ID
+	Attempt int // the task's attempt number, from 1
+	Outcome Outcome
+	// Action is the committed poll's action (yield, sleep, until, suspend,
+	// done), or the operator action.
+	Action string
+	// Executor ran the poll (see Executors); Actor is the database role of
+	// an operator action.
+	Executor   ID
+	Actor      string
+	ClaimedAt  *time.Time // when the poll's claim was taken; nil for operator actions
+	FinishedAt time.Time
+	Error      string
+	Stack      string
+	// Popped, Spawned and Sent count the messages the committed poll took
+	// from the inbox, the children it spawned and the messages it sent.
+	Popped, Spawned, Sent int
+	// StateBytes is the stored size of the task's state afterwards; State is
+	// the state itself when the type keeps snapshots (nil otherwise).
+	StateBytes int
+	State      json.RawMessage
+	// WakeAt is when the task wanted its next poll afterwards (nil:
+	// suspended or ended).
+	WakeAt *time.Time
+	// Message is the envelope an operator dropped from the inbox (DropMessage).
+	Message json.RawMessage
+}
+
+// HistoryOptions selects the entries History returns.
+type HistoryOptions struct {
+	// Last returns only the last Last entries; 0 returns every entry kept.
+	Last int
+}
+
+// History returns the task's history, oldest attempt first. An executor
+// keeps each task's first and last attempts (Config.HistoryKeepFirst and
+// HistoryKeepLast) and deletes those in between, so attempt numbers may
+// jump. It fails with ErrNotFound when the task does not exist.
+func History(ctx context.Context, db DB, id ID, opts HistoryOptions) ([]HistoryEntry, error) {
+	if opts.Last < 0 {
+		return nil, fmt.Errorf("task history: Last (%d) must not be negative", opts.Last)
+	}
+	var exists bool
+	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM corotask.tasks WHERE task_id = $1)`, id).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("task history %s: %w", id, dberr.Translate(err))
+	}
+	if !exists {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	limit := any(nil)
+	if opts.Last > 0 {
+		limit = opts.Last
+	}
+	rows, err := db.Query(ctx, `SELECT * FROM (
+		SELECT task_id, attempt, outcome, coalesce(action, ''), executor_id, coalesce(actor, ''),
+		       claimed_at, finished_at, coalesce(error, ''), coalesce(stack, ''),
+		       coalesce(popped, 0), coalesce(spawned, 0), coalesce(sent, 0), coalesce(state_bytes, 0),
+		       state, wake_at, message
+		FROM corotask.history WHERE task_id = $1
+		ORDER BY attempt DESC LIMIT $2) h
+		ORDER BY attempt`, id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("task history %s: %w", id, dberr.Translate(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (HistoryEntry, error) {
+		var h HistoryEntry
+		var outcome string
+		err := r.Scan(&h.Task, &h.Attempt, &outcome, &h.Action, &h.Executor, &h.Actor, &h.ClaimedAt, &h.FinishedAt,
+			&h.Error, &h.Stack, &h.Popped, &h.Spawned, &h.Sent, &h.StateBytes, &h.State, &h.WakeAt, &h.Message)
+		h.Outcome = Outcome(outcome)
+		return h, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("task history %s: %w", id, dberr.Translate(err))
+	}
+	return out, nil
+}

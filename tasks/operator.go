@@ -1,0 +1,72 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/corotask/corotask/internal/dberr"
+)
+
+// Operator actions change one task from outside its poller, to fix what
+// went wrong. Each is one statement, fenced: it locks the task's row and
+// refuses (ErrRunning) a task an executor holds, so it never races a poll.
+// Each raises the task's attempt number and is recorded in its history with
+// the database role of the session (see History). Cancel is one too.
+
+// Retry makes a task that waits, retrying after a failure or sleeping,
+// ready now. Its failures are kept (see ResetFailures). It fails with
+// ErrNotFound, ErrEnded, ErrRunning, or ErrWrongStatus for a task that is
+// not waiting (ready, suspended).
+func Retry(ctx context.Context, db DB, id ID) error {
+	return operate(ctx, db, "retry", `SELECT corotask.retry_task($1)`, id)
+}
+
+// ResetFailures sets the task's count of failed polls in a row back to zero,
+// and clears its last error, so that its type's MaxFailures counts anew.
+// When it is next polled is unchanged. It fails with ErrNotFound, ErrEnded
+// or ErrRunning.
+func ResetFailures(ctx context.Context, db DB, id ID) error {
+	return operate(ctx, db, "reset failures of", `SELECT corotask.reset_failures($1)`, id)
+}
+
+// Restart brings a failed task back to life: ready now, with its last
+// committed state, its inbox and no failures. Its parent already received
+// the completion message saying it failed and is not told of the restart;
+// when the task ends again, the parent (if alive) receives another
+// completion message, so a parent that fans in must expect one completion
+// per end of a child. It fails with ErrNotFound, ErrRunning, or
+// ErrWrongStatus for a task that has not failed.
+func Restart(ctx context.Context, db DB, id ID) error {
+	return operate(ctx, db, "restart", `SELECT corotask.restart_task($1)`, id)
+}
+
+// DropMessage removes the message at position (1: the oldest) of the task's
+// inbox and returns it (an envelope, as Task.Inbox holds them); the task's
+// history keeps it. It acts on the stored inbox of a task no executor holds:
+// it fails with ErrRunning while a poll runs (whose commit counts inbox
+// positions), and with ErrNotFound, ErrEnded, or ErrNoMessage for a position
+// the inbox does not have.
+func DropMessage(ctx context.Context, db DB, id ID, position int) (json.RawMessage, error) {
+	if position < 1 {
+		return nil, fmt.Errorf("drop message %d of task %s: %w: positions start at 1", position, id, ErrNoMessage)
+	}
+	if id.IsZero() {
+		return nil, fmt.Errorf("drop message: no task (zero id)")
+	}
+	var msg json.RawMessage
+	if err := db.QueryRow(ctx, `SELECT corotask.drop_message($1, $2)`, id, position).Scan(&msg); err != nil {
+		return nil, fmt.Errorf("drop message %d of task %s: %w", position, id, dberr.Translate(err))
+	}
+	return msg, nil
+}
+
+func operate(ctx context.Context, db DB, what, sql string, id ID) error {
+	if id.IsZero() {
+		return fmt.Errorf("%s task: no task (zero id)", what)
+	}
+	if _, err := db.Exec(ctx, sql, id); err != nil {
+		return fmt.Errorf("%s task %s: %w", what, id, dberr.Translate(err))
+	}
+	return nil
+}
