@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/corotask/corotask/inbox"
@@ -36,7 +37,62 @@ func (h *Handler) actions() []action {
 		}, do: func(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
 			return tasks.Cancel(ctx, h.cfg.Pool, id)
 		}},
+		{name: "retry", check: func(r *http.Request, t *tasks.Task) (string, error) {
+			return fmt.Sprintf("Poll task %s (%s) now, instead of %s? Its failures (%d) are kept.",
+				t.ID, t.Type, whenText(t), t.Failures), nil
+		}, do: func(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
+			return tasks.Retry(ctx, h.cfg.Pool, id)
+		}},
+		{name: "restart", check: func(r *http.Request, t *tasks.Task) (string, error) {
+			return fmt.Sprintf("Restart failed task %s (%s)? It will be ready at once, with its last committed state, "+
+				"its inbox and no failures; its parent will be told again when it ends.", t.ID, t.Type), nil
+		}, do: func(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
+			return tasks.Restart(ctx, h.cfg.Pool, id)
+		}},
+		{name: "drop", check: checkDrop, do: func(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
+			pos, err := dropPosition(r)
+			if err != nil {
+				return err
+			}
+			_, err = tasks.DropMessage(ctx, h.cfg.Pool, id, pos)
+			return err
+		}},
 	}
+}
+
+// whenText says when a task would be polled, for the retry question.
+func whenText(t *tasks.Task) string {
+	if t.WakeAt == nil {
+		return "when a message arrives"
+	}
+	return "at " + t.WakeAt.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// dropPosition reads the position (1: the oldest) of the message to drop.
+func dropPosition(r *http.Request) (int, error) {
+	s := r.PostFormValue("position")
+	pos, err := strconv.Atoi(s)
+	if err != nil || pos < 1 {
+		return 0, badRequest("the message to drop: %q is not a position in the inbox (1 is the oldest)", s)
+	}
+	return pos, nil
+}
+
+func checkDrop(r *http.Request, t *tasks.Task) (string, error) {
+	pos, err := dropPosition(r)
+	if err != nil {
+		return "", err
+	}
+	if pos > len(t.Inbox) {
+		return "", fmt.Errorf("drop message %d of task %s: %w: the inbox holds %d", pos, t.ID, tasks.ErrNoMessage, len(t.Inbox))
+	}
+	m := decodeMessages(t.Inbox[pos-1 : pos])[0]
+	from := "from outside"
+	if !m.From.IsZero() {
+		from = "from " + m.From.String()
+	}
+	return fmt.Sprintf("Drop message %d of task %s (%s), %s? No poll will see it; the task's history keeps it.\n\n%s",
+		pos, t.ID, t.Type, from, m.Body), nil
 }
 
 // sendBody returns the message of the send form, checked to be JSON.

@@ -85,6 +85,7 @@ func (h *Handler) pageRoutes() map[string]page {
 		"/tasks":           {name: "tasks", nav: "tasks", load: loadTasks},
 		"/tasks/{id}":      {name: "task", nav: "tasks", load: loadTask},
 		"/tasks/{id}/tree": {name: "tree", nav: "tasks", load: loadTree},
+		"/executors":       {name: "executors", nav: "executors", load: loadExecutors},
 	}
 }
 
@@ -112,6 +113,10 @@ func (h *Handler) errorStatus(err error) (int, string) {
 		return http.StatusConflict, sentinelText(err)
 	case errors.Is(err, tasks.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, sentinelText(err)
+	case errors.Is(err, tasks.ErrRunning), errors.Is(err, tasks.ErrWrongStatus):
+		return http.StatusConflict, sentinelText(err)
+	case errors.Is(err, tasks.ErrNoMessage):
+		return http.StatusBadRequest, sentinelText(err)
 	case errors.Is(err, context.Canceled):
 		return 499, "canceled"
 	}
@@ -124,7 +129,7 @@ func (h *Handler) errorStatus(err error) (int, string) {
 func sentinelText(err error) string {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		inner := errors.Unwrap(e)
-		for _, s := range []error{tasks.ErrNotFound, tasks.ErrEnded, tasks.ErrTooLarge} {
+		for _, s := range []error{tasks.ErrNotFound, tasks.ErrEnded, tasks.ErrTooLarge, tasks.ErrRunning, tasks.ErrWrongStatus, tasks.ErrNoMessage} {
 			if inner == s {
 				return e.Error()
 			}
@@ -210,7 +215,7 @@ func flashText(done string) string {
 		"cancel":  "Task canceled.",
 		"retry":   "Task woken for a retry now.",
 		"restart": "Task restarted.",
-		"drop":    "Message dropped.",
+		"drop":    "Message dropped (the task's history keeps it).",
 	}[done]
 }
 
@@ -458,10 +463,45 @@ type taskPage struct {
 	// them for the fan-in progress.
 	ChildCounts  map[string]int64
 	Ended, Total int64
+	// History is the end of the task's history, the latest attempt first.
+	History []historyEntry
+	// Holder is the executor holding the task's claim; nil when none does
+	// (or it is not registered).
+	Holder *tasks.Executor
 	// SendBody is the message typed in the send form, kept when it was
 	// refused.
 	SendBody string
 }
+
+// historyEntry is an attempt as the timeline shows it.
+type historyEntry struct {
+	tasks.HistoryEntry
+	Host    string        // of the executor that ran the poll, when known
+	Took    time.Duration // from the claim to the end of the poll
+	Dropped string        // the message an operator dropped, indented
+}
+
+// Bad reports whether the attempt failed.
+func (e historyEntry) Bad() bool {
+	switch e.Outcome {
+	case tasks.PollFailed, tasks.Panicked, tasks.ClaimLost, tasks.TakenOver:
+		return true
+	}
+	return false
+}
+
+// ErrorText is the attempt's error without the stack that a panic's error
+// ends with (Stack holds it).
+func (e historyEntry) ErrorText() string {
+	if e.Stack == "" {
+		return e.Error
+	}
+	msg, _, _ := strings.Cut(e.Error, "\n\ngoroutine ")
+	return msg
+}
+
+// maxHistory is how many attempts the task page shows.
+const maxHistory = 50
 
 // maxChildren is how many children the task page lists.
 const maxChildren = 100
@@ -484,6 +524,31 @@ func loadTask(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v *vi
 		if tasks.Status(s).Ended() {
 			p.Ended += n
 		}
+	}
+	history, err := tasks.History(ctx, tx, id, tasks.HistoryOptions{Last: maxHistory})
+	if err != nil {
+		return err
+	}
+	execs, err := tasks.Executors(ctx, tx)
+	if err != nil {
+		return err
+	}
+	hosts := make(map[tasks.ID]string, len(execs))
+	for i, e := range execs {
+		hosts[e.ID] = fmt.Sprintf("%s pid %d", e.Host, e.PID)
+		if e.ID == t.ClaimedBy && !t.ClaimedBy.IsZero() {
+			p.Holder = &execs[i]
+		}
+	}
+	for i := len(history) - 1; i >= 0; i-- {
+		h := historyEntry{HistoryEntry: history[i], Host: hosts[history[i].Executor]}
+		if h.ClaimedAt != nil {
+			h.Took = h.FinishedAt.Sub(*h.ClaimedAt)
+		}
+		if len(h.Message) > 0 {
+			h.Dropped = prettyJSON(h.Message)
+		}
+		p.History = append(p.History, h)
 	}
 	v.Title, v.P = string(t.Type)+" "+id.String()+" · corotask", p
 	return nil
@@ -512,5 +577,33 @@ func loadTree(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v *vi
 		return fmt.Errorf("%w: %s", tasks.ErrNotFound, id)
 	}
 	v.Title, v.P = "Tree of "+id.String()+" · corotask", &treePage{Root: root, Count: n, Cut: cut}
+	return nil
+}
+
+// executorsPage is the executors page's data.
+type executorsPage struct {
+	Live, Gone []tasks.Executor
+	// Unserved are the types of ready tasks that no live executor serves.
+	Unserved []string
+}
+
+func loadExecutors(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v *view) error {
+	execs, err := tasks.Executors(ctx, tx)
+	if err != nil {
+		return err
+	}
+	p := &executorsPage{}
+	for _, e := range execs {
+		if e.Stale || e.StoppedAt != nil {
+			p.Gone = append(p.Gone, e)
+		} else {
+			p.Live = append(p.Live, e)
+		}
+	}
+	slices.Reverse(p.Gone) // the latest first
+	if p.Unserved, err = unservedTypes(ctx, tx); err != nil {
+		return err
+	}
+	v.Title, v.P = "Executors · corotask", p
 	return nil
 }

@@ -439,3 +439,22 @@ func loadTreeNodes(ctx context.Context, db tasks.DB, root tasks.ID, limit int) (
 	}
 	return nodes[0], len(nodes), cut, nil
 }
+
+// unservedTypes returns the types of ready tasks that no live executor
+// serves, once executors have registered; it reads the claim's index.
+func unservedTypes(ctx context.Context, db tasks.DB) ([]string, error) {
+	rows, err := db.Query(ctx, `SELECT DISTINCT t.task_type FROM corotask.tasks t
+		WHERE t.claim IS NULL AND t.done_at IS NULL AND t.wake_at IS NOT NULL AND t.wake_at <= now()
+		  AND EXISTS (SELECT 1 FROM corotask.executors)
+		  AND NOT EXISTS (SELECT 1 FROM corotask.executors e
+		                  WHERE e.expires_at > now() AND e.stopped_at IS NULL AND t.task_type = ANY (e.task_types))
+		ORDER BY 1`)
+	if err != nil {
+		return nil, fmt.Errorf("unserved types: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("unserved types: %w", err)
+	}
+	return out, nil
+}

@@ -76,7 +76,10 @@ var funcs = template.FuncMap{
 	"rowsOf": func(v *view, rows []taskRow) rowsView { return rowsView{V: v, Rows: rows} },
 	"num":    formatCount,
 	"len64":  func(rows []taskRow) int64 { return int64(len(rows)) },
-	"msgsOf": func(v *view, msgs []message, _ string) msgsView { return msgsView{V: v, Msgs: msgs} },
+	"msgsOf": func(v *view, msgs []message, task tasks.ID, drop bool) msgsView {
+		return msgsView{V: v, Msgs: msgs, Task: task, Drop: drop}
+	},
+	"execsOf": func(v *view, execs []tasks.Executor) execsView { return execsView{V: v, Execs: execs} },
 	"nodeOf": func(v *view, n *treeNode) nodeView { return nodeView{V: v, N: n} },
 	"fanin":  fanIn,
 }
@@ -185,6 +188,14 @@ func sparkBar(i int, n int64, buckets [12]int64) bar {
 type msgsView struct {
 	V    *view
 	Msgs []message
+	Task tasks.ID
+	Drop bool // offer to drop each message
+}
+
+// execsView is what the "executors" template gets.
+type execsView struct {
+	V     *view
+	Execs []tasks.Executor
 }
 
 // nodeView is what the "node" template (one task of a tree) gets.
