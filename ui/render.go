@@ -80,8 +80,8 @@ var funcs = template.FuncMap{
 		return msgsView{V: v, Msgs: msgs, Task: task, Drop: drop}
 	},
 	"execsOf": func(v *view, execs []tasks.Executor) execsView { return execsView{V: v, Execs: execs} },
-	"nodeOf": func(v *view, n *treeNode) nodeView { return nodeView{V: v, N: n} },
-	"fanin":  fanIn,
+	"nodeOf":  func(v *view, n *treeNode) nodeView { return nodeView{V: v, N: n} },
+	"fanin":   fanIn,
 }
 
 // prettyJSON indents a JSON value, or returns "" for none.
