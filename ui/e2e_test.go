@@ -237,6 +237,11 @@ func TestBrowser(t *testing.T) {
 		present(`a[href="/tasks?type=e2e.workflow"]`),
 		until(`document.querySelector("a[href='/tasks?type=e2e.step&status=done']") !== null`),
 		shot("overview"),
+		click(`a[href="/executors"]`),
+		present(`a[href="/tasks?type=e2e.workflow"]`), // the executor serves it
+		shot("executors"),
+		click(`a[href="/"]`),
+		present(`a[href="/tasks?type=e2e.workflow"]`),
 		click(`a[href="/tasks?type=e2e.workflow"]`),
 		present(`a[href="/tasks/`+id.String()+`"]`),
 		shot("tasks"),

@@ -238,6 +238,8 @@ type overview struct {
 	Failing   []taskRow
 	Failed    []taskRow
 	Estimated bool
+	// Unserved are the types of ready tasks that no live executor serves.
+	Unserved []string
 }
 
 // Count returns the count of a type (all types for "") in a status.
@@ -287,6 +289,9 @@ func loadOverview(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v
 		return err
 	}
 	if o.Failed, err = recentlyFailed(ctx, tx, 10); err != nil {
+		return err
+	}
+	if o.Unserved, err = unservedTypes(ctx, tx); err != nil {
 		return err
 	}
 	v.Title, v.P = "Overview · corotask", o
@@ -501,7 +506,7 @@ func (e historyEntry) ErrorText() string {
 }
 
 // maxHistory is how many attempts the task page shows.
-const maxHistory = 50
+const maxHistory = 25
 
 // maxChildren is how many children the task page lists.
 const maxChildren = 100

@@ -26,9 +26,10 @@ var uiCmd = &command{
 	name:    "ui",
 	summary: "serve the web UI",
 	help: `Serve the web UI: an overview of the tasks by type and status, lists of tasks
-with filters, each task's state, messages, children and workflow tree, all
-updated live; and, unless --read-only, forms that send a message to a task or
-cancel it, each after a confirmation.
+with filters, each task's state, messages, history, children and workflow
+tree, the executors, all updated live; and, unless --read-only, forms that
+send a message to a task, cancel it, retry it now, restart it or drop a
+message from its inbox, each after a confirmation.
 
 It listens on 127.0.0.1:8080 unless --addr says otherwise. With --auth
 USER:PASSWORD (or $` + uiAuthEnv + `), every request must carry those
@@ -39,7 +40,7 @@ corotask ui --addr 127.0.0.1:9000 --read-only
 ` + uiAuthEnv + `=admin:s3cret corotask ui --addr :8080`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		addr := fs.String("addr", "127.0.0.1:8080", "listen on `HOST:PORT` (default 127.0.0.1:8080)")
-		readOnly := fs.Bool("read-only", false, "hide every action (send, cancel, ...) and refuse them")
+		readOnly := fs.Bool("read-only", false, "hide every action (send, cancel, retry, restart, drop) and refuse them")
 		auth := fs.String("auth", "", "require HTTP basic authentication as `USER:PASSWORD` (default $"+uiAuthEnv+")")
 		prefix := fs.String("prefix", "", "serve under `PATH`, e.g. /corotask (default: the root)")
 		return func(ctx context.Context, a *app, args []string) error {
