@@ -221,6 +221,12 @@ func TestBrowser(t *testing.T) {
 	click := func(sel string) chromedp.Action[chromedp.Void] {
 		return until(fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (e) e.click(); return !!e; })()`, sel))
 	}
+	// follow clicks a link (or a form's button) and waits for the page it
+	// leads to, path (with its query), to be loaded.
+	follow := func(sel, path string) chromedp.Action[chromedp.Void] {
+		return chromedp.Steps(click(sel), until(fmt.Sprintf(
+			`location.pathname + location.search === %q && document.readyState === "complete"`, path)))
+	}
 	// present waits for an element, in JavaScript for the same reason.
 	present := func(sel string) chromedp.Action[chromedp.Void] {
 		return until(fmt.Sprintf(`document.querySelector(%q) !== null`, sel))
@@ -237,17 +243,17 @@ func TestBrowser(t *testing.T) {
 		present(`a[href="/tasks?type=e2e.workflow"]`),
 		until(`document.querySelector("a[href='/tasks?type=e2e.step&status=done']") !== null`),
 		shot("overview"),
-		click(`a[href="/executors"]`),
+		follow(`a[href="/executors"]`, "/executors"),
 		present(`a[href="/tasks?type=e2e.workflow"]`), // the executor serves it
 		shot("executors"),
-		click(`a[href="/"]`),
+		follow(`a[href="/"]`, "/"),
 		present(`a[href="/tasks?type=e2e.workflow"]`),
-		click(`a[href="/tasks?type=e2e.workflow"]`),
+		follow(`a[href="/tasks?type=e2e.workflow"]`, "/tasks?type=e2e.workflow"),
 		present(`a[href="/tasks/`+id.String()+`"]`),
 		shot("tasks"),
-		click(`a[href="/tasks/`+id.String()+`"]`),
-		chromedp.WaitVisible(`#send-body`),
-		click(`a[href="/tasks/`+id.String()+`/tree"]`),
+		follow(`a[href="/tasks/`+id.String()+`"]`, "/tasks/"+id.String()),
+		present(`#send-body`),
+		follow(`a[href="/tasks/`+id.String()+`/tree"]`, "/tasks/"+id.String()+"/tree"),
 		present(`.tree`),
 	), "from the overview to the workflow's tree")
 
@@ -269,18 +275,18 @@ func TestBrowser(t *testing.T) {
 	// A message typed in the form, confirmed, ends the workflow, and its page
 	// shows it.
 	err = chromedp.Do(bctx,
-		click(`a[href="/tasks/`+id.String()+`"]`),
-		chromedp.WaitVisible(`#send-body`),
+		follow(`a[href="/tasks/`+id.String()+`"]`, "/tasks/"+id.String()),
+		present(`#send-body`),
 		chromedp.SendKeys(`#send-body`, `{"finish": "from the`),
-		chromedp.WaitVisible(`#send-check.bad`), // not JSON yet: the button is off
+		present(`#send-check.bad`), // not JSON yet: the button is off
 		chromedp.SendKeys(`#send-body`, ` browser"}`),
-		chromedp.WaitVisible(`#send-check.ok`),
+		present(`#send-check.ok`),
 		shot("task"),
 		click(`form.send button[type=submit]`),
-		chromedp.WaitVisible(`#confirm`),
+		present(`#confirm`),
 		shot("confirm"),
-		click(`#confirm`),
-		chromedp.WaitVisible(`.flash`),
+		follow(`#confirm`, "/tasks/"+id.String()+"?done=send"),
+		present(`.flash`),
 		mark,
 		until(`document.querySelector("#live .facts .s-done") !== null`),
 		eval(`window.notReloaded === true`, &stillMarked),
