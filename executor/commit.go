@@ -142,17 +142,21 @@ func (e *Executor) logCommitted(ctx context.Context, c *claimed, out *outcome, o
 func (e *Executor) fail(ctx, pctx context.Context, c *claimed, pollErr error, opts typeOptions) {
 	delay := backoff(cmp.Or(opts.backoffMin, e.cfg.BackoffMin), cmp.Or(opts.backoffMax, e.cfg.BackoffMax), c.failures+1)
 	attrs := []any{"task", c.id, "type", c.typ, "failures", c.failures + 1, "error", pollErr}
-	outcome, stack := "failed", ""
+	// The error's text and, for a panic, its stack apart: the history keeps
+	// them in two columns, and a parent's completion message gets the text.
+	outcome, text, stack := "failed", pollErr.Error(), ""
 	var p *PanicError
 	if errors.As(pollErr, &p) {
-		attrs = append(attrs, "stack", string(p.Stack))
-		outcome, stack = "panicked", storableText(string(p.Stack))
+		outcome, stack = "panicked", string(p.Stack)
+		text = strings.Replace(text, "\n\n"+stack, "", 1)
+		attrs[len(attrs)-1] = text
+		attrs = append(attrs, "stack", stack)
 	}
 	var lost, ended bool
 	err := e.retry(pctx, c, func() error {
 		return e.pool.QueryRow(ctx, `SELECT claim_lost, ended FROM corotask.fail_poll($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, storableText(pollErr.Error()), delay, opts.maxFailures,
-			outcome, stack, opts.history(), e.cfg.HistoryKeepFirst, e.cfg.HistoryKeepLast).Scan(&lost, &ended)
+			c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, storableText(text), delay, opts.maxFailures,
+			outcome, storableText(stack), opts.history(), e.cfg.HistoryKeepFirst, e.cfg.HistoryKeepLast).Scan(&lost, &ended)
 	})
 	e.hooks.failed(c, pollErr, lost, ended, err)
 	switch {

@@ -128,7 +128,7 @@ func TestManyEffectsInOneCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, s.Inbox, kids, "every message sent in one commit")
 	for i, raw := range s.Inbox {
-		require.JSONEq(t, fmt.Sprintf(`{"from":%q,"body":%d}`, root.UUID(), i+1), withoutAt(t, raw), "in the order sent")
+		require.JSONEq(t, fmt.Sprintf(`{"from":%q,"body":%d}`, root.UUID(), i+1), testdb.WithoutSentAt(t, raw), "in the order sent")
 	}
 
 	start(t, e)

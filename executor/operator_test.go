@@ -213,8 +213,8 @@ func TestDropMessage(t *testing.T) {
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
 	require.Len(t, task.Inbox, 2)
-	require.Equal(t, `{"body":"a","from":null}`, withoutAt(t, task.Inbox[0]))
-	require.Equal(t, `{"body":"c","from":null}`, withoutAt(t, task.Inbox[1]))
+	require.Equal(t, `{"body":"a","from":null}`, testdb.WithoutSentAt(t, task.Inbox[0]))
+	require.Equal(t, `{"body":"c","from":null}`, testdb.WithoutSentAt(t, task.Inbox[1]))
 	r := requireOperatorEntry(t, db, id, "drop_message")
 	require.JSONEq(t, string(msg), string(r.Message))
 

@@ -94,8 +94,8 @@ func TestSendToRunningTaskLandsInInboxNext(t *testing.T) {
 	require.Equal(t, tasks.StatusRunning, task.Status)
 	require.Equal(t, 1, task.InboxLen)
 	require.Equal(t, 1, task.InboxNextLen)
-	require.JSONEq(t, `{"from":null,"body":"before"}`, withoutAt(t, task.Inbox[0]))
-	require.JSONEq(t, `{"from":null,"body":"during"}`, withoutAt(t, task.InboxNext[0]))
+	require.JSONEq(t, `{"from":null,"body":"before"}`, testdb.WithoutSentAt(t, task.Inbox[0]))
+	require.JSONEq(t, `{"from":null,"body":"during"}`, testdb.WithoutSentAt(t, task.InboxNext[0]))
 }
 
 func TestSendToUnknownAndEndedTasksFails(t *testing.T) {
@@ -194,7 +194,7 @@ func TestSendToTaskFromTrigger(t *testing.T) {
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
 	require.Len(t, task.Inbox, 1)
-	require.JSONEq(t, `{"from":null,"body":{"order":1,"total":42}}`, withoutAt(t, task.Inbox[0]))
+	require.JSONEq(t, `{"from":null,"body":{"order":1,"total":42}}`, testdb.WithoutSentAt(t, task.Inbox[0]))
 	kids, err := tasks.List(ctx, db, tasks.Filter{Parent: id})
 	require.NoError(t, err)
 	require.Len(t, kids, 1)

@@ -45,7 +45,7 @@ func TestCreateGetListRoundTrip(t *testing.T) {
 	require.Equal(t, 1, task.InboxLen)
 	require.Equal(t, 0, task.InboxNextLen)
 	require.Len(t, task.Inbox, 1)
-	require.JSONEq(t, `{"from":"`+parent.UUID()+`","body":"hello"}`, withoutAt(t, task.Inbox[0]))
+	require.JSONEq(t, `{"from":"`+parent.UUID()+`","body":"hello"}`, testdb.WithoutSentAt(t, task.Inbox[0]))
 	require.Zero(t, task.Failures)
 	require.Empty(t, task.LastError)
 	require.WithinDuration(t, time.Now(), task.CreatedAt, time.Minute)
@@ -233,7 +233,7 @@ func TestCancelSubtree(t *testing.T) {
 	g, err := tasks.Get(ctx, db, grand)
 	require.NoError(t, err)
 	require.Len(t, g.Inbox, 1)
-	require.JSONEq(t, `{"from":"`+parent.UUID()+`","body":null,"done":true,"err":"canceled"}`, withoutAt(t, g.Inbox[0]))
+	require.JSONEq(t, `{"from":"`+parent.UUID()+`","body":null,"done":true,"err":"canceled"}`, testdb.WithoutSentAt(t, g.Inbox[0]))
 
 	require.ErrorIs(t, tasks.Cancel(ctx, db, parent), tasks.ErrEnded)
 	require.ErrorIs(t, tasks.Cancel(ctx, db, tasks.NewID()), tasks.ErrNotFound)

@@ -44,7 +44,9 @@ BEGIN
     END IF;
     UPDATE corotask.tasks SET
         failures = failures + 1,
-        last_error = p_error,
+        -- A panic's stack is kept with its message, for `corotask show`.
+        last_error = CASE WHEN coalesce(p_stack, '') = '' THEN p_error
+                          ELSE p_error || E'\n\n' || p_stack END,
         inbox = inbox || inbox_next,
         inbox_next = '{}',
         heartbeat = NULL,

@@ -1,4 +1,4 @@
-package inbox_test
+package testdb
 
 import (
 	"encoding/json"
@@ -8,9 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// withoutAt checks that a stored envelope says when it was sent (within the
-// last minute), and returns it without that time, to compare the rest.
-func withoutAt(t *testing.T, raw []byte) string {
+// WithoutSentAt checks that a stored message envelope says when it was sent
+// (within the last minute), and returns it without that time, as JSON, to
+// compare the rest.
+func WithoutSentAt(t testing.TB, raw []byte) string {
 	t.Helper()
 	var env map[string]any
 	require.NoError(t, json.Unmarshal(raw, &env))
