@@ -123,6 +123,8 @@ func TestExecutorsPageAndHolder(t *testing.T) {
 	require.Contains(t, body, `<progress value="1" max="7"`)
 	require.Contains(t, body, `s-running">live`)
 	require.Contains(t, body, "no live executor serves: <a href=\"/tasks?type=nobody.serves.this&amp;status=unserved\">")
+	_, body = s.get("/")
+	require.Contains(t, body, "1 live executor</a>, holding 1 of 7 slots")
 
 	_, body = s.get("/tasks/" + id.String())
 	require.Contains(t, body, "Held by")

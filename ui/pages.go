@@ -240,6 +240,9 @@ type overview struct {
 	Estimated bool
 	// Unserved are the types of ready tasks that no live executor serves.
 	Unserved []string
+	// Executors is how many executors are live, and Slots their summed
+	// concurrency; Claims how many tasks they hold.
+	Executors, Slots, Claims int
 }
 
 // Count returns the count of a type (all types for "") in a status.
@@ -293,6 +296,15 @@ func loadOverview(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v
 	}
 	if o.Unserved, err = unservedTypes(ctx, tx); err != nil {
 		return err
+	}
+	execs, err := tasks.Executors(ctx, tx)
+	if err != nil {
+		return err
+	}
+	for _, e := range execs {
+		if !e.Stale && e.StoppedAt == nil {
+			o.Executors, o.Slots, o.Claims = o.Executors+1, o.Slots+e.Concurrency, o.Claims+e.Claims
+		}
 	}
 	v.Title, v.P = "Overview · corotask", o
 	return nil
