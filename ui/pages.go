@@ -297,14 +297,8 @@ func loadOverview(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v
 	if o.Unserved, err = unservedTypes(ctx, tx); err != nil {
 		return err
 	}
-	execs, err := tasks.Executors(ctx, tx)
-	if err != nil {
+	if o.Executors, o.Slots, o.Claims, err = liveExecutors(ctx, tx); err != nil {
 		return err
-	}
-	for _, e := range execs {
-		if !e.Stale && e.StoppedAt == nil {
-			o.Executors, o.Slots, o.Claims = o.Executors+1, o.Slots+e.Concurrency, o.Claims+e.Claims
-		}
 	}
 	v.Title, v.P = "Overview · corotask", o
 	return nil
@@ -484,7 +478,7 @@ type taskPage struct {
 	History []historyEntry
 	// Holder is the executor holding the task's claim; nil when none does
 	// (or it is not registered).
-	Holder *tasks.Executor
+	Holder *executorInfo
 	// SendBody is the message typed in the send form, kept when it was
 	// refused.
 	SendBody string
@@ -546,19 +540,22 @@ func loadTask(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v *vi
 	if err != nil {
 		return err
 	}
-	execs, err := tasks.Executors(ctx, tx)
+	ids := []tasks.ID{t.ClaimedBy}
+	for _, h := range history {
+		ids = append(ids, h.Executor)
+	}
+	execs, err := executorsByID(ctx, tx, ids)
 	if err != nil {
 		return err
 	}
-	hosts := make(map[tasks.ID]string, len(execs))
-	for i, e := range execs {
-		hosts[e.ID] = fmt.Sprintf("%s pid %d", e.Host, e.PID)
-		if e.ID == t.ClaimedBy && !t.ClaimedBy.IsZero() {
-			p.Holder = &execs[i]
-		}
+	if e, ok := execs[t.ClaimedBy]; ok && !t.ClaimedBy.IsZero() {
+		p.Holder = &e
 	}
 	for i := len(history) - 1; i >= 0; i-- {
-		h := historyEntry{HistoryEntry: history[i], Host: hosts[history[i].Executor]}
+		h := historyEntry{HistoryEntry: history[i]}
+		if e, ok := execs[h.Executor]; ok {
+			h.Host = fmt.Sprintf("%s pid %d", e.Host, e.PID)
+		}
 		if h.ClaimedAt != nil {
 			h.Took = h.FinishedAt.Sub(*h.ClaimedAt)
 		}

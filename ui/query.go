@@ -483,3 +483,40 @@ func unservedTypes(ctx context.Context, db tasks.DB) ([]string, error) {
 // StatusSQL is statusExpr with what it needs: for the test that checks it
 // against corotask.status.
 const statusSQL = `WITH ` + served + ` SELECT t.task_id, ` + statusExpr + `, corotask.status(t) FROM served s, corotask.tasks t`
+
+// executorInfo is what the task page shows of an executor.
+type executorInfo struct {
+	ID   tasks.ID
+	Host string
+	PID  int
+}
+
+// executorsByID returns the registered executors among ids.
+func executorsByID(ctx context.Context, db tasks.DB, ids []tasks.ID) (map[tasks.ID]executorInfo, error) {
+	rows, err := db.Query(ctx, `SELECT executor_id, host, pid FROM corotask.executors WHERE executor_id = ANY ($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read executors: %w", err)
+	}
+	out := make(map[tasks.ID]executorInfo)
+	var e executorInfo
+	_, err = pgx.ForEachRow(rows, []any{&e.ID, &e.Host, &e.PID}, func() error {
+		out[e.ID] = e
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read executors: %w", err)
+	}
+	return out, nil
+}
+
+// liveExecutors returns how many executors are live, their summed
+// concurrency, and how many tasks are claimed.
+func liveExecutors(ctx context.Context, db tasks.DB) (n, slots, claims int, err error) {
+	err = db.QueryRow(ctx, `SELECT count(*), coalesce(sum(concurrency), 0),
+			(SELECT count(*) FROM corotask.tasks t WHERE t.claim IS NOT NULL)
+		FROM corotask.executors WHERE expires_at > now() AND stopped_at IS NULL`).Scan(&n, &slots, &claims)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("count executors: %w", err)
+	}
+	return n, slots, claims, nil
+}
