@@ -34,7 +34,7 @@ const noBrowserEnv = "COROTASK_NO_BROWSER"
 
 // chromium returns the path of the Chromium binary: $COROTASK_CHROMIUM, else
 // chromium (Debian's package) or chromium-browser on PATH.
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("COROTASK_CHROMIUM"); p != "" {
 		return p
@@ -46,10 +46,39 @@ func chromium(t *testing.T) string {
 	}
 	if os.Getenv(noBrowserEnv) == "1" {
 		t.Skipf("Chromium is not installed and %s=1: skipping the browser test", noBrowserEnv)
+		return ""
 	}
 	t.Fatalf("Chromium is not installed: install Debian's chromium package (apt-get install chromium), "+
 		"or set COROTASK_CHROMIUM to its path; set %s=1 to skip the browser tests", noBrowserEnv)
 	return ""
+}
+
+// fatalTB records what a test helper reports instead of ending the test.
+type fatalTB struct {
+	testing.TB
+	fatal, skip string
+}
+
+func (f *fatalTB) Fatalf(format string, args ...any) { f.fatal = fmt.Sprintf(format, args...) }
+func (f *fatalTB) Skipf(format string, args ...any)  { f.skip = fmt.Sprintf(format, args...) }
+
+// Without Chromium the browser tests fail, saying how to install it, unless
+// COROTASK_NO_BROWSER=1 says to skip them.
+func TestNoChromiumFails(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("COROTASK_CHROMIUM", "")
+	t.Setenv(noBrowserEnv, "")
+	f := &fatalTB{TB: t}
+	chromium(f)
+	require.Contains(t, f.fatal, "Chromium is not installed: install Debian's chromium package (apt-get install chromium)")
+	require.Contains(t, f.fatal, "set COROTASK_NO_BROWSER=1 to skip")
+	require.Empty(t, f.skip)
+
+	t.Setenv(noBrowserEnv, "1")
+	f = &fatalTB{TB: t}
+	chromium(f)
+	require.Empty(t, f.fatal)
+	require.Contains(t, f.skip, "Chromium is not installed and COROTASK_NO_BROWSER=1")
 }
 
 // browser starts a headless Chromium for the test and returns a context to
