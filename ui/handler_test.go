@@ -382,6 +382,8 @@ func TestCancelAsksThenCancels(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
 	require.Equal(t, tasks.StatusCanceled, s.task(root).Status)
 	require.Equal(t, tasks.StatusCanceled, s.task(child).Status)
+	_, body = s.get("/tasks/" + root.String())
+	require.NotContains(t, body, `/cancel"`, "an ended task offers no cancel")
 
 	resp, body = s.post("/tasks/"+root.String()+"/cancel", form)
 	require.Equal(t, http.StatusConflict, resp.StatusCode)
