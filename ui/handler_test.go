@@ -587,3 +587,14 @@ func readEvents(r io.Reader) <-chan event {
 	}()
 	return out
 }
+
+func TestMissingSchemaSaysToMigrate(t *testing.T) {
+	t.Parallel()
+	pool := testdb.Pool(t, testdb.EmptyURL(t))
+	s := newServer(t, ui.Config{Pool: pool})
+	for _, path := range []string{"/", "/tasks", "/executors", "/tasks/" + tasks.NewID().String()} {
+		status, body := s.get(path)
+		require.Equal(t, http.StatusInternalServerError, status, path)
+		require.Contains(t, body, "The corotask schema of this database is missing or older than this UI: run &#39;corotask migrate&#39;", path)
+	}
+}

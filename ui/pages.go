@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/corotask/corotask/internal/database"
 	"github.com/corotask/corotask/internal/envelope"
 	"github.com/corotask/corotask/tasks"
 )
@@ -121,7 +123,17 @@ func (h *Handler) errorStatus(err error) (int, string) {
 		return 499, "canceled"
 	}
 	h.cfg.Logger.Error("ui: request failed", "error", err)
-	return http.StatusInternalServerError, "internal error: " + err.Error()
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && strings.Contains(pgErr.Message, "corotask") {
+		switch pgErr.Code {
+		case "3F000", "42P01", "42883", "42703": // no such schema, table, function, column
+			return http.StatusInternalServerError, "The corotask schema of this database is missing or older than this UI: " +
+				"run 'corotask migrate' (" + database.ErrorText(err) + ")"
+		}
+	}
+	// The text of an error from the database or the driver names no
+	// password (database.ErrorText masks any).
+	return http.StatusInternalServerError, "internal error: " + database.ErrorText(err)
 }
 
 // sentinelText returns the part of err that names the condition and the task
