@@ -384,6 +384,7 @@ func TestCancelAsksThenCancels(t *testing.T) {
 	require.Equal(t, tasks.StatusCanceled, s.task(child).Status)
 	_, body = s.get("/tasks/" + root.String())
 	require.NotContains(t, body, `/cancel"`, "an ended task offers no cancel")
+	require.NotContains(t, body, `/send"`, "nor a message")
 
 	resp, body = s.post("/tasks/"+root.String()+"/cancel", form)
 	require.Equal(t, http.StatusConflict, resp.StatusCode)
