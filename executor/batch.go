@@ -117,15 +117,17 @@ func (e *Executor) runBatch(ctx context.Context, batch []*pendingCommit) error {
 }
 
 type spawnJSON struct {
-	ID    string          `json:"id"`
-	Type  tasks.Type      `json:"type"`
-	State json.RawMessage `json:"state,omitempty"`
-	Msg   json.RawMessage `json:"msg,omitempty"`
+	ID    string            `json:"id"`
+	Type  tasks.Type        `json:"type"`
+	State json.RawMessage   `json:"state,omitempty"`
+	Msg   json.RawMessage   `json:"msg,omitempty"`
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 type sendJSON struct {
-	To  string          `json:"to"`
-	Msg json.RawMessage `json:"msg"`
+	To    string            `json:"to"`
+	Msg   json.RawMessage   `json:"msg"`
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 type effectsJSON struct {
@@ -163,10 +165,10 @@ func (e *Executor) commitArgs(batch []*pendingCommit) ([]any, error) {
 		for _, s := range out.spawns {
 			st, _ := s.State.([]byte)
 			m, _ := s.Message.([]byte)
-			eff.Spawn = append(eff.Spawn, spawnJSON{ID: s.ID.UUID(), Type: s.Type, State: st, Msg: m})
+			eff.Spawn = append(eff.Spawn, spawnJSON{ID: s.ID.UUID(), Type: s.Type, State: st, Msg: m, Trace: out.trace})
 		}
 		for _, s := range out.sends {
-			eff.Send = append(eff.Send, sendJSON{To: s.to.UUID(), Msg: s.body})
+			eff.Send = append(eff.Send, sendJSON{To: s.to.UUID(), Msg: s.body, Trace: out.trace})
 		}
 		b, err := json.Marshal(eff)
 		if err != nil {

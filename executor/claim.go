@@ -122,7 +122,7 @@ func (e *Executor) failClaimed(ctx context.Context, c *claimed) error {
 // whether each was taken over from an expired claim, and the next wake_at.
 // The claimed rows count only once the COMMIT has succeeded.
 func readClaim(br pgx.BatchResults, at time.Time) (out []*claimed, takenOver []bool, next time.Time, err error) {
-	for range 2 { // BEGIN, SET LOCAL
+	for range 2 { // BEGIN, the settings
 		if _, err := br.Exec(); err != nil {
 			return nil, nil, time.Time{}, err
 		}
@@ -143,7 +143,7 @@ func readClaim(br pgx.BatchResults, at time.Time) (out []*claimed, takenOver []b
 			stale    *bool
 			wake     *time.Time
 		)
-		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &token, &failures, &attempt, &stale, &wake); err != nil {
+		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &token, &failures, &attempt, &stale, &wake, &c.trace); err != nil {
 			return nil, nil, time.Time{}, err
 		}
 		if typ == nil {
@@ -175,9 +175,19 @@ const takeoverError = "claim expired: the executor polling this task stopped ren
 // execution, while a generic plan that joined picked to the table would scan
 // the whole table. The claim therefore updates by "task_id = ANY (ARRAY(...))",
 // which is an index probe in every plan, and forces the generic plan, built
-// once per connection. SET LOCAL keeps the setting to the claim's own
-// transaction, so the caller's pool is left as it was.
-const genericPlan = "SET LOCAL plan_cache_mode = force_generic_plan"
+// once per connection. That plan is built once, at the first claim, when
+// the table may hold a handful of rows (a workflow that starts from one
+// task): a sequential scan is then the cheapest plan, and it would stay the
+// connection's plan while the table grows. enable_seqscan is off for the
+// claim, so the plan is the indexes' whatever the table's size when it is
+// made. A generic plan's cost is estimated without the parameters (how
+// many types, how many tasks); with a large ready backlog it passes the
+// server's jit_above_cost thresholds, and JIT-compiling the claim took
+// 0.6 - 1.2 s at every execution (JIT code is not kept with a cached plan),
+// for a claim that runs in a millisecond: jit is off for the claim.
+// set_config(..., true) keeps the settings to the claim's own transaction,
+// so the caller's pool is left as it was.
+const genericPlan = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)"
 
 // claimSQL is the claim statement, with (true) or without (false) the search
 // for stale claims. It claims, in one statement, up to $2 tasks: ready tasks
@@ -188,11 +198,17 @@ const genericPlan = "SET LOCAL plan_cache_mode = force_generic_plan"
 // expires in $5 seconds unless renewed, and any inbox_next a dead poll left
 // joins its inbox; a task taken over from an expired claim has that attempt
 // counted as a failure. The claim raises the task's attempt number and
-// records the claiming executor ($7) and the time. The last row (task_id NULL) carries the earliest
+// records the claiming executor ($7) and the time; it returns the task's
+// trace context, for the poll's span to link to. The last row (task_id NULL) carries the earliest
 // future wake_at of those types, so the executor knows when to look again.
 //
 // A task is not running exactly when its claim is NULL; the partial indexes
-// tasks_ready_idx and tasks_running_idx serve the two searches.
+// tasks_ready_idx and tasks_running_idx serve the two searches. The ready
+// index is keyed by (task_type, wake_at), and every search of it is made
+// per type (a LATERAL join over the types), so a claim never reads the
+// ready tasks of a type it does not poll. With several uncapped types, a
+// first search without locks finds how many of the $2 oldest ready tasks
+// each type has (open_quota), so that the claim locks no more than it takes.
 var claimSQL = map[bool]string{
 	true:  fmt.Sprintf(claimTemplate, staleCTE, cappedPick, takenOverCTE),
 	false: fmt.Sprintf(claimTemplate, noStaleCTE, plainPick, ""),
@@ -247,13 +263,32 @@ const cappedPick = `picked AS (
 )`
 
 const claimTemplate = `
-WITH open_ready AS (
-    SELECT task_id, task_type FROM corotask.tasks
-    WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-      AND wake_at <= now() AND task_type = ANY($1::text[])
-    ORDER BY wake_at
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED
+WITH open_quota AS (
+    SELECT ($1::text[])[1] AS typ, $2::int AS n WHERE cardinality($1::text[]) = 1
+    UNION ALL
+    SELECT c.typ, count(*)::int FROM (
+        SELECT q.typ, r.wake_at FROM unnest($1::text[]) AS q(typ)
+        CROSS JOIN LATERAL (
+            SELECT wake_at FROM corotask.tasks
+            WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+              AND wake_at <= now() AND task_type = q.typ
+            ORDER BY wake_at
+            LIMIT $2
+        ) r
+        WHERE cardinality($1::text[]) > 1
+        ORDER BY r.wake_at
+        LIMIT $2
+    ) c GROUP BY c.typ
+), open_ready AS (
+    SELECT r.task_id, q.typ AS task_type FROM open_quota q
+    CROSS JOIN LATERAL (
+        SELECT task_id FROM corotask.tasks
+        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+          AND wake_at <= now() AND task_type = q.typ
+        ORDER BY wake_at
+        LIMIT q.n
+        FOR UPDATE SKIP LOCKED
+    ) r
 ), capped_ready AS (
     SELECT r.task_id, q.typ AS task_type FROM unnest($3::text[], $4::int[]) AS q(typ, n)
     CROSS JOIN LATERAL (
@@ -277,14 +312,17 @@ WITH open_ready AS (
         claimed_by = $7,
         claimed_at = now()
     WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
-    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.inbox, t.claim, t.failures, t.attempts
+    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.inbox, t.claim, t.failures, t.attempts, t.trace
 )%s
 SELECT task_id, task_type, parent_id, inner_state, inbox, claim, failures, attempts,
-       task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz FROM claimed
+       task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz, trace FROM claimed
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
-    SELECT wake_at FROM corotask.tasks
-    WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-      AND wake_at > now() AND task_type = ANY($6::text[])
-    ORDER BY wake_at
-    LIMIT 1)`
+    SELECT min(n.wake_at) FROM unnest($6::text[]) AS q(typ)
+    CROSS JOIN LATERAL (
+        SELECT wake_at FROM corotask.tasks
+        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+          AND wake_at > now() AND task_type = q.typ
+        ORDER BY wake_at
+        LIMIT 1
+    ) n), NULL`

@@ -62,6 +62,9 @@ var errOnCommit = errors.New("OnCommit")
 // the batch committer when it runs and the poll has no OnCommit work (many
 // polls then share one transaction), else in a transaction of its own.
 func (e *Executor) commit(ctx, pctx context.Context, c *claimed, out *outcome, history int16) error {
+	if len(out.spawns) > 0 || len(out.sends) > 0 {
+		out.trace = tasks.TraceFrom(pctx)
+	}
 	if len(out.onCommit) == 0 {
 		if err, queued := e.queueCommit(ctx, c, out, history); queued && err == nil {
 			return nil

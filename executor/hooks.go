@@ -1,7 +1,9 @@
 package executor
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -95,6 +97,12 @@ type PollInfo struct {
 	// poll's claim expired gives the task back instead of polling it: the
 	// poll that follows is not a takeover.)
 	TakenOver bool
+	// Trace is the W3C trace context ("traceparent", "tracestate") of the
+	// code that created the task (see tasks.WithTrace), or nil.
+	Trace map[string]string
+	// MessageTraces are the trace contexts of the messages in the poll's
+	// inbox that carry one, in inbox order; nil when none does.
+	MessageTraces []map[string]string
 }
 
 // PollOutcome is how a poll ended.
@@ -213,6 +221,7 @@ func (hc hookCaller) pollStart(ctx context.Context, c *claimed) context.Context 
 	}
 	c.hooked = &pollRecord{info: PollInfo{Task: c.id, Type: c.typ, Parent: c.parent, Attempt: c.failures + 1,
 		InboxLen: len(c.inbox), TakenOver: c.takenOver}}
+	c.hooked.info.Trace, c.hooked.info.MessageTraces = traces(c)
 	ctx = hc.h.PollStart(ctx, &c.hooked.info)
 	c.hooked.started = time.Now()
 	return ctx
@@ -311,4 +320,28 @@ func (hc hookCaller) heartbeatHook() func(ctx context.Context, claims int, took 
 	return func(ctx context.Context, claims int, took time.Duration, err error) {
 		hc.h.HeartbeatDone(ctx, &HeartbeatInfo{Duration: took, Claims: claims, Err: err})
 	}
+}
+
+// traceKey marks the stored JSON that may hold a trace context.
+var traceKey = []byte(`"trace"`)
+
+// traces decodes the trace contexts of c's creation and of its messages.
+// A trace context that does not decode is left out: it only loses a link.
+func traces(c *claimed) (task map[string]string, msgs []map[string]string) {
+	if len(c.trace) > 0 {
+		_ = json.Unmarshal(c.trace, &task)
+	}
+	for _, raw := range c.inbox {
+		// Most envelopes carry none; they are not decoded twice.
+		if !bytes.Contains(raw, traceKey) {
+			continue
+		}
+		var env struct {
+			Trace map[string]string `json:"trace"`
+		}
+		if json.Unmarshal(raw, &env) == nil && len(env.Trace) > 0 {
+			msgs = append(msgs, env.Trace)
+		}
+	}
+	return task, msgs
 }

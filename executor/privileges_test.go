@@ -73,6 +73,13 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 
 	senderDB := poolAs(t, url, sender)
 	require.NoError(t, inbox.Send(ctx, senderDB, id, tasks.ID{}, "paid"))
+	// A message with a trace context goes through send_to_task's traced
+	// form, which takes its own grant.
+	traced := tasks.WithTrace(ctx, map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
+	require.ErrorContains(t, inbox.Send(traced, senderDB, id, tasks.ID{}, "noted"), "permission denied")
+	_, err = admin.Exec(ctx, `GRANT EXECUTE ON FUNCTION corotask.send_to_task(uuid, uuid, jsonb, jsonb) TO `+sender)
+	require.NoError(t, err)
+	require.NoError(t, inbox.Send(traced, senderDB, id, tasks.ID{}, "noted"))
 	_, err = e.PollOnce(ctx) // the watcher spawns the receipt
 	require.NoError(t, err)
 	_, err = e.PollOnce(ctx) // the receipt is done and tells its parent

@@ -126,6 +126,7 @@ type claimed struct {
 	claimedAt time.Time
 	hooked    *pollRecord // what Config.Hooks learn of the poll; nil without hooks
 	takenOver bool        // claimed from another executor whose claim expired
+	trace     []byte      // the trace context the task was created in (JSON), or nil
 }
 
 // outcome is what a poll produced, ready to commit.
@@ -136,6 +137,9 @@ type outcome struct {
 	action Action
 	result []byte
 	effects
+	// trace is the poll's trace context (tasks.TraceFrom of its context),
+	// kept with the children it spawns and the messages it sends.
+	trace map[string]string
 }
 
 // PanicError is the error of a poll that panicked: while its state or

@@ -71,4 +71,16 @@
 // it), corotask.poll.outcome, corotask.poll.action (when the poll returned
 // one), corotask.poll.spawned and corotask.poll.sent (committed polls). A
 // poll that did not commit records its error and has status Error.
+//
+// A poll's span links to the spans in which its task was created and its
+// inbox's messages were sent, when they kept a trace context: tasks.Create,
+// tasks.CreateMany and inbox.Send keep that of their context, which WithTrace
+// attaches from the context's span:
+//
+//	id, err := tasks.Create(otelcorotask.WithTrace(ctx), db, spec)
+//
+// The children a poll spawns and the messages it sends keep the trace
+// context of the poll's span, so their polls link back to it. Trace contexts
+// are stored in W3C's format (propagation.TraceContext), whatever the global
+// propagator.
 package otelcorotask

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/corotask/corotask/executor"
@@ -203,14 +204,72 @@ func (h *Hooks) ClaimDone(ctx context.Context, info *executor.ClaimInfo) {
 	}
 }
 
-// PollStart starts the poll's span. Its attributes are set when it ends,
-// all at once, which costs the SDK one allocation rather than two.
+// PollStart starts the poll's span, linked to the trace contexts of the
+// task's creation and of its messages. Its attributes are set when it ends,
+// all at once, which costs the SDK one allocation rather than two. The
+// context it returns carries the span's trace context for tasks.WithTrace
+// (when the span is sampled), so that what the poll spawns and sends links
+// back to it.
 func (h *Hooks) PollStart(ctx context.Context, info *executor.PollInfo) context.Context {
 	if info.TakenOver {
 		h.takenOver.Add(ctx, 1, h.attr(info.Type, "", ""))
 	}
-	ctx, _ = h.tracer.Start(ctx, h.spanName(info.Type), newRoot, consumer)
+	var span trace.Span
+	if info.Trace == nil && len(info.MessageTraces) == 0 {
+		ctx, span = h.tracer.Start(ctx, h.spanName(info.Type), newRoot, consumer)
+	} else {
+		links := make([]trace.Link, 0, 1+len(info.MessageTraces))
+		links = appendLink(links, info.Trace)
+		for _, c := range info.MessageTraces {
+			links = appendLink(links, c)
+		}
+		ctx, span = h.tracer.Start(ctx, h.spanName(info.Type), newRoot, consumer, trace.WithLinks(links...))
+	}
+	// A span that is not sampled is not exported: a link to it would lead
+	// nowhere, and leaving it out saves the work of encoding it.
+	if sc := span.SpanContext(); sc.IsSampled() {
+		return withSpanTrace(ctx, sc)
+	}
 	return ctx
+}
+
+// propagator reads and writes the trace contexts corotask stores: W3C's.
+var propagator = propagation.TraceContext{}
+
+// appendLink appends a link to the span of carrier, if it holds a valid one.
+func appendLink(links []trace.Link, carrier map[string]string) []trace.Link {
+	if carrier == nil {
+		return links
+	}
+	sc := trace.SpanContextFromContext(propagator.Extract(context.Background(), propagation.MapCarrier(carrier)))
+	if !sc.IsValid() {
+		return links
+	}
+	return append(links, trace.Link{SpanContext: sc})
+}
+
+// withSpanTrace returns ctx carrying sc as a W3C trace context for
+// tasks.WithTrace; ctx itself if sc is not valid (no tracing).
+func withSpanTrace(ctx context.Context, sc trace.SpanContext) context.Context {
+	if !sc.IsValid() {
+		return ctx
+	}
+	carrier := propagation.MapCarrier{}
+	propagator.Inject(trace.ContextWithSpanContext(context.Background(), sc), carrier)
+	return tasks.WithTrace(ctx, carrier)
+}
+
+// WithTrace returns ctx carrying the trace context of its current span for
+// tasks.Create, tasks.CreateMany and inbox.Send to store: the spans of the
+// polls of the tasks they create, or that receive the messages they send,
+// link to that span. It returns ctx itself when ctx has no valid span.
+//
+//	id, err := tasks.Create(otelcorotask.WithTrace(ctx), db, spec)
+//
+// Polls need no such call: the executor passes the context of a poll's span
+// on to what the poll spawns and sends.
+func WithTrace(ctx context.Context) context.Context {
+	return withSpanTrace(ctx, trace.SpanContextFromContext(ctx))
 }
 
 // PollDone records the poll's metrics and ends its span.

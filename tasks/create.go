@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -41,6 +42,8 @@ func Create(ctx context.Context, db DB, spec Spec) (ID, error) {
 // CreateMany creates many tasks in one statement, and so in one round trip:
 // all of them, or none when any fails. A spec may name as parent a task
 // created earlier in the same call. The IDs are returned in the order of specs.
+//
+// The trace context of ctx (see WithTrace), if any, is stored with each task.
 func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 	if len(specs) == 0 {
 		return nil, nil
@@ -52,6 +55,7 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 		states   = make([][]byte, len(specs))
 		messages = make([][]byte, len(specs))
 		wakeAts  = make([]*time.Time, len(specs))
+		err      error
 	)
 	for i, s := range specs {
 		if err := s.Type.Validate(); err != nil {
@@ -62,7 +66,6 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 			ids[i] = NewID()
 		}
 		types[i], parents[i] = string(s.Type), s.Parent
-		var err error
 		if states[i], err = jsonenc.Encode(s.State); err != nil {
 			return nil, fmt.Errorf("create task %s: state: %w", ids[i], err)
 		}
@@ -73,8 +76,21 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 			wakeAts[i] = &specs[i].WakeAt
 		}
 	}
-	_, err := db.Exec(ctx, `SELECT corotask.create_tasks($1::uuid[], $2::text[], $3::uuid[], $4::jsonb[], $5::jsonb[], $6::timestamptz[])`,
-		ids, types, parents, states, messages, wakeAts)
+	if carrier := TraceFrom(ctx); carrier == nil {
+		_, err = db.Exec(ctx, `SELECT corotask.create_tasks($1::uuid[], $2::text[], $3::uuid[], $4::jsonb[], $5::jsonb[], $6::timestamptz[])`,
+			ids, types, parents, states, messages, wakeAts)
+	} else {
+		var trace []byte
+		if trace, err = json.Marshal(carrier); err != nil {
+			return nil, fmt.Errorf("create tasks: trace context: %w", err)
+		}
+		traces := make([][]byte, len(specs))
+		for i := range traces {
+			traces[i] = trace
+		}
+		_, err = db.Exec(ctx, `SELECT corotask.create_tasks($1::uuid[], $2::text[], $3::uuid[], $4::jsonb[], $5::jsonb[], $6::timestamptz[], $7::jsonb[])`,
+			ids, types, parents, states, messages, wakeAts, traces)
+	}
 	if err != nil {
 		if len(specs) == 1 {
 			return nil, fmt.Errorf("create task %s: %w", ids[0], dberr.Translate(err))

@@ -16,7 +16,8 @@ var benchCmd = &command{
 	help:    bench.Usage,
 	example: `corotask bench oneshot -n 50000 -workers 100
 corotask bench pingpong --json
-corotask bench oneshot -executors 2`,
+corotask bench oneshot -executors 2
+corotask bench tree -stock-cluster -statements`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		var opts bench.Options
 		opts.RegisterFlags(fs)
@@ -27,13 +28,21 @@ corotask bench oneshot -executors 2`,
 			if !slices.Contains(bench.Scenarios(), args[0]) && args[0] != "all" {
 				return usagef("unknown scenario %q: want one of %s, all", args[0], strings.Join(bench.Scenarios(), ", "))
 			}
+			opts.Scenario = args[0]
+			if opts.StockCluster {
+				// A throwaway cluster of its own: no server to resolve.
+				if a.databaseURL != "" || a.privateCluster {
+					return usagef("-stock-cluster runs on a cluster of its own: drop --database-url and --private-cluster")
+				}
+				return bench.Run(ctx, opts, a.stdout, a.stderr)
+			}
 			t, err := a.target(ctx)
 			if err != nil {
 				return err
 			}
 			// An empty URL (libpq's environment) resolves to the same
 			// environment again in bench.
-			opts.Scenario, opts.DatabaseURL = args[0], t.ConnString
+			opts.DatabaseURL = t.ConnString
 			return bench.Run(ctx, opts, a.stdout, a.stderr)
 		}
 	},

@@ -5,7 +5,9 @@
 // A checkout task (type otel.checkout) spawns one otel.item task per item
 // and fans in their results. The first item fails its first poll (a
 // transient error), and is polled again after a short backoff: the failure
-// shows in the metrics and in the spans.
+// shows in the metrics and in the spans. The checkout is created in the
+// span of a "checkout request", which the checkout's poll spans link to; the
+// items' poll spans link to the poll that spawned them.
 //
 //	go run ./examples/otel
 //	go run ./examples/otel -items 10 -pretty
@@ -200,7 +202,13 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	ran := make(chan error, 1)
 	go func() { ran <- e.Run(runCtx) }()
 
-	id, err := tasks.Create(ctx, db, tasks.Spec{Type: checkoutType, State: checkout{Items: cfg.Items}})
+	// The request that creates the checkout has its own span; the trace
+	// context otelcorotask.WithTrace attaches is stored with the task, and
+	// the checkout's poll spans link to that span. The items, spawned by a
+	// poll, link to that poll's span in turn.
+	reqCtx, req := tp.Tracer("example/checkout").Start(ctx, "checkout request")
+	id, err := tasks.Create(otelcorotask.WithTrace(reqCtx), db, tasks.Spec{Type: checkoutType, State: checkout{Items: cfg.Items}})
+	req.End()
 	if err != nil {
 		return fmt.Errorf("create checkout: %w", err)
 	}

@@ -24,9 +24,11 @@ type keyValue struct {
 // metrics.
 type exported struct {
 	// A span.
-	Name       string
-	Attributes []keyValue
-	Status     struct{ Code string }
+	Name        string
+	SpanContext spanContext
+	Links       []struct{ SpanContext spanContext }
+	Attributes  []keyValue
+	Status      struct{ Code string }
 	// The metrics.
 	ScopeMetrics []struct {
 		Metrics []struct {
@@ -41,6 +43,8 @@ type exported struct {
 		}
 	}
 }
+
+type spanContext struct{ TraceID, SpanID string }
 
 func attr(kvs []keyValue, key string) any {
 	for _, kv := range kvs {
@@ -99,11 +103,39 @@ func TestOtel(t *testing.T) {
 					spans[o.Name]++
 				}
 			}
+			require.Equal(t, 1, spans["checkout request"])
 			require.Equal(t, 4, spans["corotask.poll otel.item"])
 			require.GreaterOrEqual(t, spans["corotask.poll otel.checkout"], 2)
 			require.Len(t, failed, 1)
 			require.Equal(t, "corotask.poll otel.item", failed[0].Name)
 			require.Equal(t, "failed", attr(failed[0].Attributes, "corotask.poll.outcome"))
+
+			// Links: each poll of the checkout to the request that created
+			// it, each poll of an item to the checkout's poll that spawned it.
+			var request spanContext
+			checkoutPolls := map[spanContext]bool{}
+			for _, o := range objs {
+				switch o.Name {
+				case "checkout request":
+					request = o.SpanContext
+				case "corotask.poll otel.checkout":
+					checkoutPolls[o.SpanContext] = true
+				}
+			}
+			spawner := map[spanContext]bool{}
+			for _, o := range objs {
+				switch o.Name {
+				case "corotask.poll otel.checkout":
+					require.Len(t, o.Links, 1)
+					require.Equal(t, request, o.Links[0].SpanContext)
+					require.NotEqual(t, request.TraceID, o.SpanContext.TraceID)
+				case "corotask.poll otel.item":
+					require.Len(t, o.Links, 1)
+					require.True(t, checkoutPolls[o.Links[0].SpanContext], "an item links to a poll of the checkout")
+					spawner[o.Links[0].SpanContext] = true
+				}
+			}
+			require.Len(t, spawner, 1, "one poll spawned every item")
 
 			require.NotNil(t, metrics, "the metrics were exported")
 			values := map[string]float64{}

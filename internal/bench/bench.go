@@ -42,6 +42,15 @@ type Options struct {
 	// creates its own). Empty: internal/database's resolution ($DATABASE_URL,
 	// 127.0.0.1:5432, else a private cluster).
 	DatabaseURL string
+	// StockCluster runs on a throwaway private cluster instead of
+	// DatabaseURL's server: initdb'd from this machine's PostgreSQL binaries
+	// (see internal/database) into a temporary directory with the stock
+	// settings (autovacuum on), plus pg_stat_statements preloaded with
+	// Statements, plus StockSettings; stopped and removed at the end.
+	StockCluster bool
+	// StockSettings are extra "name = value" settings of the private
+	// cluster (e.g. "autovacuum = off").
+	StockSettings []string
 	// Scenario is one of Scenarios(), or "all".
 	Scenario string
 
@@ -109,6 +118,9 @@ type Options struct {
 	// CPUProfile writes a CPU profile of the scenario's executors to this
 	// file (with -executors N in processes: FILE.1 ... FILE.N).
 	CPUProfile string
+	// MemProfile writes a heap profile of the heartbeat scenario's process
+	// while its M polls are held (and FILE.goroutine, their goroutines).
+	MemProfile string
 	// Statements adds the scenario's top statements from pg_stat_statements,
 	// when the server preloads it.
 	Statements bool
@@ -195,12 +207,30 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Retention, "retention", o.Retention, "bloat: retention of ended tasks (default 2s)")
 	fs.DurationVar(&o.SampleEvery, "sample-every", o.SampleEvery, "bloat: sampling interval of the table size (default 5s)")
 	fs.StringVar(&o.History, "history", o.History, "record polls in corotask.history, `MODE` on, off or both (off then on, back to back, compared) (default on)")
+	fs.BoolVar(&o.StockCluster, "stock-cluster", o.StockCluster, "run on a throwaway private cluster with stock settings (autovacuum on), initdb'd from this machine's PostgreSQL binaries and removed afterwards")
+	fs.Var((*stringList)(&o.StockSettings), "stock-setting", "with -stock-cluster: an extra server setting `'NAME = VALUE'` (repeatable)")
 	fs.BoolVar(&o.JSON, "json", o.JSON, "print one JSON object per scenario")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", o.CPUProfile, "write a CPU profile of the executors to `FILE`")
+	fs.StringVar(&o.MemProfile, "memprofile", o.MemProfile, "heartbeat: write a heap profile (and FILE.goroutine) while the polls are held to `FILE`")
 	fs.BoolVar(&o.Statements, "statements", o.Statements, "report the top statements from pg_stat_statements (if preloaded)")
 	fs.BoolVar(&o.KeepDatabase, "keep-database", o.KeepDatabase, "do not drop the scenario's database")
 	fs.BoolVar(&o.NoAnalyze, "no-analyze", o.NoAnalyze, "do not ANALYZE after bulk creation")
 	fs.BoolVar(&o.OTel, "otel", o.OTel, "record OpenTelemetry metrics and spans in the executors (in memory, not exported)")
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(*l, "; ")
+}
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
 }
 
 // intList is a comma-separated list of ints, as a flag.Value.
@@ -307,6 +337,9 @@ func (o Options) validate() error {
 	if o.Shape != "" && o.Shape != "fib" && o.Shape != "kary" {
 		return fmt.Errorf("-shape must be fib or kary, not %q", o.Shape)
 	}
+	if len(o.StockSettings) > 0 && !o.StockCluster {
+		return errors.New("-stock-setting needs -stock-cluster")
+	}
 	if o.Shape != "kary" && o.N > 30 && o.Scenario == "tree" {
 		return fmt.Errorf("tree: fib(%d) makes too many tasks; use -n 30 or less", o.N)
 	}
@@ -337,10 +370,20 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	srv, err := openServer(ctx, opts.DatabaseURL)
+	url := opts.DatabaseURL
+	if opts.StockCluster {
+		u, remove, err := startStockCluster(ctx, opts, stderr)
+		if err != nil {
+			return err
+		}
+		defer remove()
+		url = u
+	}
+	srv, err := openServer(ctx, url)
 	if err != nil {
 		return err
 	}
+	srv.env.Private = opts.StockCluster
 	printed := 0
 	for _, s := range todo {
 		o := opts.withDefaults(s.name)

@@ -125,6 +125,31 @@ func keys(m map[string]Options) []string {
 	return out
 }
 
+// -stock-cluster runs a scenario on a throwaway cluster with autovacuum on,
+// and removes it afterwards.
+func TestStockCluster(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	o := Options{Scenario: "oneshot", N: 200, Workers: 10, Pool: 4, Batch: 100, JSON: true, StockCluster: true,
+		StockSettings: []string{"work_mem = '5MB'"}}
+	var progress bytes.Buffer
+	require.NoError(t, Run(t.Context(), o, &out, io.MultiWriter(&progress, &logWriter{t: t})))
+	var rec record
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rec), out.String())
+	require.True(t, rec.Env.Private)
+	require.Equal(t, "on", rec.Env.Autovacuum)
+	require.Equal(t, 200.0, rec.Metrics["tasks_done"])
+	require.Zero(t, rec.Metrics["table_seq_scans"], "no sequential scan of corotask.tasks while the tasks run")
+	_, dir, ok := strings.Cut(progress.String(), "starting a private cluster in ")
+	require.True(t, ok, progress.String())
+	dir, _, _ = strings.Cut(dir, "\n")
+	_, err := os.Stat(dir)
+	require.ErrorIs(t, err, os.ErrNotExist, "the cluster is removed")
+
+	require.ErrorContains(t, Run(t.Context(), Options{Scenario: "oneshot", StockSettings: []string{"a = b"}}, io.Discard, io.Discard),
+		"-stock-setting needs -stock-cluster")
+}
+
 func TestRunRefusesUnknownScenario(t *testing.T) {
 	t.Parallel()
 	err := Run(context.Background(), Options{Scenario: "nope"}, io.Discard, io.Discard)

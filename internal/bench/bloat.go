@@ -145,8 +145,7 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 			if polls.Load() < int64(o.N) {
 				return false, nil
 			}
-			var left bool
-			err := db.QueryRow(gctx, "SELECT EXISTS (SELECT 1 FROM corotask.tasks WHERE done_at IS NULL)").Scan(&left)
+			left, err := anyLive(gctx, db)
 			return !left, err
 		})
 	})

@@ -39,8 +39,8 @@ func openServer(ctx context.Context, explicit string) (*server, error) {
 	defer conn.Close(context.Background())
 	s := &server{url: u}
 	err = conn.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('synchronous_commit'),
-		current_setting('shared_buffers'), current_setting('max_connections')`).
-		Scan(&s.env.Server, &s.env.SynchronousCommit, &s.env.SharedBuffers, &s.env.MaxConnections)
+		current_setting('shared_buffers'), current_setting('max_connections'), current_setting('autovacuum')`).
+		Scan(&s.env.Server, &s.env.SynchronousCommit, &s.env.SharedBuffers, &s.env.MaxConnections, &s.env.Autovacuum)
 	if err != nil {
 		return nil, fmt.Errorf("describe server: %w", err)
 	}
@@ -318,7 +318,8 @@ func (r *runner) collectStatements(ctx context.Context, res *Result) error {
 	}
 	defer conn.Close(context.Background())
 	rows, err := conn.Query(ctx, `SELECT regexp_replace(query, '\s+', ' ', 'g'), calls, total_exec_time, mean_exec_time, rows,
-			shared_blks_hit, shared_blks_read, wal_bytes::bigint
+			shared_blks_hit, shared_blks_read, wal_bytes::bigint,
+			jit_generation_time + jit_inlining_time + jit_optimization_time + jit_emission_time
 		FROM pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 		ORDER BY total_exec_time DESC LIMIT 12`)
@@ -328,7 +329,7 @@ func (r *runner) collectStatements(ctx context.Context, res *Result) error {
 	defer rows.Close()
 	for rows.Next() {
 		var s Statement
-		if err := rows.Scan(&s.Query, &s.Calls, &s.TotalMS, &s.MeanMS, &s.Rows, &s.SharedHit, &s.SharedRead, &s.WALBytes); err != nil {
+		if err := rows.Scan(&s.Query, &s.Calls, &s.TotalMS, &s.MeanMS, &s.Rows, &s.SharedHit, &s.SharedRead, &s.WALBytes, &s.JITMS); err != nil {
 			return err
 		}
 		if len(s.Query) > 110 {
@@ -337,4 +338,54 @@ func (r *runner) collectStatements(ctx context.Context, res *Result) error {
 		res.Statements = append(res.Statements, s)
 	}
 	return rows.Err()
+}
+
+// anyLiveSQL says whether a task is still ready, sleeping or running, by
+// the partial indexes the claim uses (tasks_ready_idx, tasks_running_idx):
+// a progress check that does not read the whole table (a sequential scan of
+// done_at IS NULL would walk past every task done so far, at every check,
+// and weigh on the figure it waits for). Suspended tasks (wake_at NULL) are
+// not seen: scenarios that suspend tasks wait on something else.
+const anyLiveSQL = `SELECT EXISTS (SELECT 1 FROM corotask.tasks WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL)
+	OR EXISTS (SELECT 1 FROM corotask.tasks WHERE claim IS NOT NULL)`
+
+// anyLive runs anyLiveSQL; enable_seqscan is off for it, so that the plan
+// stays on the indexes whatever the table's statistics say.
+func anyLive(ctx context.Context, db *pgxpool.Pool) (bool, error) {
+	var left bool
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, anyLiveSQL).Scan(&left)
+	})
+	return left, err
+}
+
+// tableStats are corotask.tasks's cumulative statistics.
+type tableStats struct {
+	seqScans, idxScans, inserts, updates, hotUpdates, deletes int64
+}
+
+// readTableStats reads corotask.tasks's pg_stat_user_tables row. Backends
+// report their counts when their transactions end, at most once a second,
+// and when they exit: read it after the scenario's executors have stopped.
+func readTableStats(ctx context.Context, db tasks.DB) (tableStats, error) {
+	var s tableStats
+	err := db.QueryRow(ctx, `SELECT seq_scan, coalesce(idx_scan, 0), n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del
+		FROM pg_stat_user_tables WHERE relid = 'corotask.tasks'::regclass`).
+		Scan(&s.seqScans, &s.idxScans, &s.inserts, &s.updates, &s.hotUpdates, &s.deletes)
+	return s, err
+}
+
+// addTableStats adds to res what the table saw between before and after:
+// updates, the share of them that were HOT (no index entry written), and
+// sequential scans.
+func addTableStats(res *Result, before, after tableStats) {
+	upd := after.updates - before.updates
+	res.metric("table_updates", upd)
+	if upd > 0 {
+		res.metric("hot_update_pct", 100*float64(after.hotUpdates-before.hotUpdates)/float64(upd))
+	}
+	res.metric("table_seq_scans", after.seqScans-before.seqScans)
 }

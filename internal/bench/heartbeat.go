@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync/atomic"
 	"time"
 
@@ -65,6 +67,10 @@ func runHeartbeat(ctx context.Context, r *runner, res *Result) error {
 		}
 		return executor.Done(), nil
 	})
+	if o.MemProfile != "" {
+		// Sample finely enough to see per-poll allocations of a few bytes.
+		runtime.MemProfileRate = 1024
+	}
 	runtime.GC()
 	var ms0 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
@@ -124,13 +130,17 @@ func runHeartbeat(ctx context.Context, r *runner, res *Result) error {
 	runtime.GC()
 	runtime.ReadMemStats(&msLive)
 	goroutines := runtime.NumGoroutine()
+	if o.MemProfile != "" {
+		if err := writeProfiles(o.MemProfile); err != nil {
+			return err
+		}
+	}
 
 	close(release)
 	released = true
 	drainStart := time.Now()
 	err = waitUntil(ctx, "the held polls to commit", 5*time.Minute, 50*time.Millisecond, func() (bool, error) {
-		var left bool
-		err := db.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM corotask.tasks WHERE done_at IS NULL)").Scan(&left)
+		left, err := anyLive(ctx, db)
 		return !left, err
 	})
 	if err != nil {
@@ -170,5 +180,24 @@ func runHeartbeat(ctx context.Context, r *runner, res *Result) error {
 	res.metric("drain_tasks_per_sec", rate(o.M, drain))
 	res.note("heartbeat_statements counts UPDATE statements on corotask.tasks with a statement trigger while all M polls are held (no claims or commits then); rows_renewed_per_sec is pg_stat_user_tables.n_tup_upd (flushed by the server about once a second, so +-1 renewal); postgres_cpu_ms_per_renewal is the CPU of the scenario's backends in the window over the renewal statements")
 	res.note("memory and CPU are this process's, which runs the executor; heap_inuse_bytes is the heap's growth since before the executor started, heap_live_bytes the same after a GC; rss_bytes is the process's resident set while the polls are held")
+	return nil
+}
+
+// writeProfiles writes the heap profile to path and the goroutine profile
+// to path.goroutine.
+func writeProfiles(path string) error {
+	for _, p := range []struct{ name, file string }{{"heap", path}, {"goroutine", path + ".goroutine"}} {
+		f, err := os.Create(p.file)
+		if err != nil {
+			return fmt.Errorf("%s profile: %w", p.name, err)
+		}
+		err = pprof.Lookup(p.name).WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("%s profile: %w", p.name, err)
+		}
+	}
 	return nil
 }

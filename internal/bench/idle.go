@@ -15,12 +15,15 @@ import (
 
 const (
 	idleType tasks.Type = "bench.idle"
+	// unpolledType is a type no executor of the scenario polls.
+	unpolledType tasks.Type = "bench.unpolled"
 	// idleBackgroundBatch is how many background tasks one CreateMany makes.
 	idleBackgroundBatch = 10_000
 )
 
 // backgroundStates are the states idle fills the table with.
-var backgroundStates = []string{"sleeping", "suspended", "running"}
+// (unpolled: ready tasks of a type the executor does not poll).
+var backgroundStates = []string{"sleeping", "suspended", "running", "unpolled"}
 
 // idleLevel is what idle measured with one background.
 type idleLevel struct {
@@ -76,7 +79,7 @@ func runIdle(ctx context.Context, r *runner, res *Result) error {
 		}
 	}
 	res.note("claim_ms_*: p50 of executor.PollOnce with no task ready (one claim, stale claims included, that finds nothing); pollonce_ms_*: p50 of executor.PollOnce on %d ready tasks (claim, poll, commit with Yield); ratios are against the same state's 0", o.K)
-	res.note("background: sleeping = wake_at in an hour; suspended = wake_at NULL; running = claimed, the claim expiring in an hour (never stale); each level starts from a TRUNCATEd table, VACUUM ANALYZEd before it is measured, as autovacuum would")
+	res.note("background: sleeping = wake_at in an hour; suspended = wake_at NULL; running = claimed, the claim expiring in an hour (never stale); unpolled = ready (wake_at an hour ago) but of a type the executor does not poll; each level starts from a TRUNCATEd table, VACUUM ANALYZEd before it is measured, as autovacuum would")
 	return nil
 }
 
@@ -84,9 +87,13 @@ func runIdle(ctx context.Context, r *runner, res *Result) error {
 func addBackground(ctx context.Context, db *pgxpool.Pool, state string, n int) error {
 	for n > 0 {
 		b := min(n, idleBackgroundBatch)
+		spec := tasks.Spec{Type: idleType, WakeAt: time.Now().Add(time.Hour)}
+		if state == "unpolled" {
+			spec = tasks.Spec{Type: unpolledType, WakeAt: time.Now().Add(-time.Hour)}
+		}
 		specs := make([]tasks.Spec, b)
 		for i := range specs {
-			specs[i] = tasks.Spec{Type: idleType, WakeAt: time.Now().Add(time.Hour)}
+			specs[i] = spec
 		}
 		ids, err := tasks.CreateMany(ctx, db, specs)
 		if err != nil {

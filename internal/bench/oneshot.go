@@ -60,6 +60,10 @@ func runOneshot(ctx context.Context, r *runner, res *Result) error {
 		return err
 	}
 
+	stats0, err := readTableStats(ctx, db)
+	if err != nil {
+		return err
+	}
 	r.progress("polling them with %d executor(s) (%s), %d workers", o.Executors, mode, o.Workers)
 	cpu0 := sampleCPU(ctx, db)
 	var (
@@ -89,8 +93,7 @@ func runOneshot(ctx context.Context, r *runner, res *Result) error {
 		if grp != nil && polls.Load() < int64(o.N) {
 			return false, nil
 		}
-		var left bool
-		err := db.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM corotask.tasks WHERE done_at IS NULL)").Scan(&left)
+		left, err := anyLive(ctx, db)
 		return !left, err
 	})
 	cpu1 := sampleCPU(ctx, db)
@@ -104,6 +107,10 @@ func runOneshot(ctx context.Context, r *runner, res *Result) error {
 		return err
 	}
 	reps, err := stopAll()
+	if err != nil {
+		return err
+	}
+	stats1, err := readTableStats(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -139,6 +146,7 @@ func runOneshot(ctx context.Context, r *runner, res *Result) error {
 	res.metric("run_sec", elapsed.Seconds())
 	res.metric("tasks_per_sec", rate(o.N, elapsed))
 	res.metric("wal_bytes_per_task", float64(wal1-wal0)/float64(o.N))
+	addTableStats(res, stats0, stats1)
 	u := cpu0.until(cpu1)
 	res.metric("executor_cpu_us_per_task", float64(execCPU.Microseconds())/float64(o.N))
 	if u.pgOK {

@@ -40,10 +40,14 @@ type Env struct {
 	SynchronousCommit string `json:"synchronous_commit"` // the durability the figures are for
 	SharedBuffers     string `json:"shared_buffers"`
 	MaxConnections    string `json:"max_connections"`
-	Host              string `json:"host"` // where the server is, as the URL says (password-free)
-	CPUs              int    `json:"cpus"`
-	GoVersion         string `json:"go"`
-	OS                string `json:"os"`
+	Autovacuum        string `json:"autovacuum"`
+	// Private is set when the scenario ran on a throwaway private cluster
+	// (Options.StockCluster).
+	Private   bool   `json:"private_cluster,omitempty"`
+	Host      string `json:"host"` // where the server is, as the URL says (password-free)
+	CPUs      int    `json:"cpus"`
+	GoVersion string `json:"go"`
+	OS        string `json:"os"`
 }
 
 // Statement is one row of pg_stat_statements.
@@ -58,6 +62,8 @@ type Statement struct {
 	SharedHit  int64 `json:"shared_blks_hit"`
 	SharedRead int64 `json:"shared_blks_read"`
 	WALBytes   int64 `json:"wal_bytes"`
+	// JITMS is the time spent JIT-compiling the statement, in all calls.
+	JITMS float64 `json:"jit_ms"`
 }
 
 // Field is one named value.
@@ -190,8 +196,12 @@ func (r *Result) writeJSON(w io.Writer) error {
 func (r *Result) writeText(w io.Writer, withEnv bool) {
 	if withEnv {
 		e := r.Env
-		fmt.Fprintf(w, "machine: %d CPUs, %s, %s; server: PostgreSQL %s at %s, synchronous_commit=%s, shared_buffers=%s\n\n",
-			e.CPUs, e.OS, e.GoVersion, e.Server, e.Host, e.SynchronousCommit, e.SharedBuffers)
+		where := e.Host
+		if e.Private {
+			where = "a throwaway private cluster (" + e.Host + ")"
+		}
+		fmt.Fprintf(w, "machine: %d CPUs, %s, %s; server: PostgreSQL %s at %s, synchronous_commit=%s, shared_buffers=%s, autovacuum=%s\n\n",
+			e.CPUs, e.OS, e.GoVersion, e.Server, where, e.SynchronousCommit, e.SharedBuffers, e.Autovacuum)
 	}
 	var ps []string
 	for _, p := range r.Params {
@@ -223,9 +233,9 @@ func (r *Result) writeText(w io.Writer, withEnv bool) {
 	if len(r.Statements) > 0 {
 		fmt.Fprintln(w, "  top statements (pg_stat_statements):")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  calls\ttotal ms\tmean ms\trows\tshared hit\tWAL bytes\tquery")
+		fmt.Fprintln(tw, "  calls\ttotal ms\tmean ms\tJIT ms\trows\tshared hit\tWAL bytes\tquery")
 		for _, s := range r.Statements {
-			fmt.Fprintf(tw, "  %d\t%.0f\t%.3f\t%d\t%d\t%d\t%s\n", s.Calls, s.TotalMS, s.MeanMS, s.Rows, s.SharedHit, s.WALBytes, s.Query)
+			fmt.Fprintf(tw, "  %d\t%.0f\t%.3f\t%.0f\t%d\t%d\t%d\t%s\n", s.Calls, s.TotalMS, s.MeanMS, s.JITMS, s.Rows, s.SharedHit, s.WALBytes, s.Query)
 		}
 		tw.Flush()
 	}

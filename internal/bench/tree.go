@@ -132,6 +132,10 @@ func runTree(ctx context.Context, r *runner, res *Result) error {
 		return err
 	}
 	defer grp.cleanup()
+	stats0, err := readTableStats(ctx, db)
+	if err != nil {
+		return err
+	}
 	r.progress("running a %s tree of %d tasks", o.Shape, size)
 	cpu0 := sampleCPU(ctx, db)
 	start := time.Now()
@@ -152,6 +156,10 @@ func runTree(ctx context.Context, r *runner, res *Result) error {
 	if err := grp.stop(); err != nil {
 		return err
 	}
+	stats1, err := readTableStats(ctx, db)
+	if err != nil {
+		return err
+	}
 	if task.Status != tasks.StatusDone || string(task.Result) != fmt.Sprint(want) {
 		return fmt.Errorf("root ended %s with %s, want done with %d", task.Status, task.Result, want)
 	}
@@ -168,6 +176,7 @@ func runTree(ctx context.Context, r *runner, res *Result) error {
 	res.metric("wall_sec", elapsed.Seconds())
 	res.metric("tasks_per_sec", rate(n, elapsed))
 	res.metric("polls_per_sec", rate(int(polls.Load()), elapsed))
+	addTableStats(res, stats0, stats1)
 	u := cpu0.until(cpu1)
 	res.metric("executor_cpu_us_per_task", float64(u.self.Microseconds())/float64(n))
 	if u.pgOK {

@@ -82,6 +82,52 @@ func Private(ctx context.Context, dir string) (string, error) {
 	return u, nil
 }
 
+// PrivateWithSettings is [Private] with extra server settings, one
+// "name = value" line each, written to the cluster's configuration before
+// every start (settings that need a restart, such as
+// shared_preload_libraries, take effect only when the call starts the
+// server). It is meant for throwaway clusters: `corotask bench
+// -private-cluster` starts one with stock settings.
+func PrivateWithSettings(ctx context.Context, dir string, settings []string) (string, error) {
+	for _, s := range settings {
+		if name, _, ok := strings.Cut(s, "="); !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(s, "\n\r") {
+			return "", fmt.Errorf("private postgres in %s: setting %q is not one line of the form name = value", dir, s)
+		}
+	}
+	c, err := newCluster(dir)
+	if err != nil {
+		return "", fmt.Errorf("private postgres in %s: %w", dir, err)
+	}
+	c.settings = settings
+	u, err := c.ensureRunning(ctx)
+	if err != nil {
+		return "", fmt.Errorf("private postgres in %s: %w", c.dir, err)
+	}
+	return u, nil
+}
+
+// RemovePrivate stops the private cluster in dir and removes its data
+// directory, lock file and socket directory.
+func RemovePrivate(ctx context.Context, dir string) error {
+	c, err := newCluster(dir)
+	if err == nil {
+		err = c.stop(ctx)
+	}
+	if err == nil {
+		err = os.RemoveAll(c.dir)
+		if lerr := os.Remove(c.dir + ".lock"); lerr != nil && !errors.Is(lerr, os.ErrNotExist) {
+			err = errors.Join(err, lerr)
+		}
+		if c.sockDir != c.dir {
+			err = errors.Join(err, os.RemoveAll(c.sockDir))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("remove private postgres in %s: %w", dir, err)
+	}
+	return nil
+}
+
 // StopPrivate stops the private cluster in dir (pg_ctl stop -m fast), waiting
 // until it is down. Stopping a cluster that is not running, or a directory that
 // holds none, is not an error. It is meant for tests.
@@ -102,6 +148,8 @@ type cluster struct {
 	sockDir string   // unix socket directory
 	bin     binaries // server binaries
 	owner   *account // OS user to run as; nil means the current user
+	// settings are extra "name = value" lines of the configuration.
+	settings []string
 }
 
 func newCluster(dir string) (*cluster, error) {
@@ -303,6 +351,9 @@ func (c *cluster) writeConfig() error {
 		"unix_socket_directories = '" + strings.ReplaceAll(c.sockDir, "'", "''") + "'\n" +
 		"port = " + strconv.Itoa(privatePort) + "\n" +
 		"max_connections = 200\n"
+	for _, l := range c.settings {
+		text += l + "\n"
+	}
 	path := filepath.Join(c.dir, confName)
 	tmp := path + ".tmp"
 	err = os.WriteFile(tmp, []byte(text), 0o600)

@@ -210,3 +210,35 @@ func TestPrivateUnreachableAsRoot(t *testing.T) {
 	require.ErrorContains(t, err, "cannot enter")
 	require.NoDirExists(t, dir)
 }
+
+// PrivateWithSettings starts a cluster with the settings given, and
+// RemovePrivate stops it and leaves nothing of it behind.
+func TestPrivateWithSettingsAndRemove(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dir := privateDir(t)
+	u, err := PrivateWithSettings(ctx, dir, []string{"work_mem = '7MB'", "autovacuum_naptime = 17"})
+	require.NoError(t, err)
+	conn, err := pgx.Connect(ctx, u)
+	require.NoError(t, err)
+	var workMem, naptime string
+	require.NoError(t, conn.QueryRow(ctx, "SELECT current_setting('work_mem'), current_setting('autovacuum_naptime')").Scan(&workMem, &naptime))
+	require.NoError(t, conn.Close(ctx))
+	require.Equal(t, "7MB", workMem)
+	require.Equal(t, "17s", naptime)
+
+	require.NoError(t, RemovePrivate(ctx, dir))
+	_, err = os.Stat(dir)
+	require.ErrorIs(t, err, os.ErrNotExist)
+	_, err = os.Stat(dir + ".lock")
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.NoError(t, RemovePrivate(ctx, dir), "removing what is gone is not an error")
+}
+
+func TestPrivateWithSettingsRefusesBadSettings(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"autovacuum off", "= on", "work_mem = '1MB'\nlisten_addresses = '*'"} {
+		_, err := PrivateWithSettings(t.Context(), filepath.Join(t.TempDir(), "pg"), []string{s})
+		require.ErrorContains(t, err, "is not one line of the form name = value", "%q", s)
+	}
+}

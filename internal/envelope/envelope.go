@@ -13,7 +13,8 @@ import (
 
 // Envelope is a message as stored in an inbox column: the JSON object
 // {"from": <task id or null>, "body": <json>, "done": true, "err": "...",
-// "at": <when it was sent>}.
+// "at": <when it was sent>, "trace": <the sender's trace context>}. The
+// trace context is read by the executor for its hooks, not here.
 type Envelope struct {
 	From tasks.ID        `json:"from"`
 	Body json.RawMessage `json:"body"`

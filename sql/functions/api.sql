@@ -47,8 +47,9 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 $$;
 
 -- envelope wraps a message body as stored in an inbox, with the time it was
--- sent ("at"), refusing oversized bodies.
-CREATE OR REPLACE FUNCTION corotask.envelope(p_from uuid, p_body jsonb) RETURNS jsonb
+-- sent ("at") and, when there is one, the trace context of its sender
+-- ("trace"), refusing oversized bodies.
+CREATE OR REPLACE FUNCTION corotask.envelope(p_from uuid, p_body jsonb, p_trace jsonb DEFAULT NULL) RETURNS jsonb
 LANGUAGE plpgsql STABLE SET search_path = '' AS $$
 DECLARE
     size integer := pg_column_size(p_body);
@@ -58,7 +59,10 @@ BEGIN
             size, corotask.max_message_bytes()
             USING ERRCODE = 'CT413', DETAIL = size::text;
     END IF;
-    RETURN jsonb_build_object('from', p_from, 'body', p_body, 'at', now());
+    IF p_trace IS NULL THEN
+        RETURN jsonb_build_object('from', p_from, 'body', p_body, 'at', now());
+    END IF;
+    RETURN jsonb_build_object('from', p_from, 'body', p_body, 'at', now(), 'trace', p_trace);
 END
 $$;
 
@@ -119,6 +123,60 @@ $$;
 -- create_tasks inserts many tasks in one statement. Each array holds one element
 -- per task; parents must exist (or be created in the same call) and not have ended.
 -- A task with a message gets it as its first inbox entry, from its parent.
+-- p_traces holds the trace context of the code that created each task (NULL:
+-- none); the form without it creates tasks with none.
+CREATE OR REPLACE FUNCTION corotask.create_tasks(
+    p_ids      uuid[],
+    p_types    text[],
+    p_parents  uuid[],
+    p_states   jsonb[],
+    p_messages jsonb[],
+    p_wake_ats timestamptz[],
+    p_traces   jsonb[]
+) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = ''
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+DECLARE
+    bad uuid;
+    live uuid[];   -- the parents found, and not ended ...
+    ended uuid[];  -- ... and those that have ended
+BEGIN
+    -- One statement finds the parents that exist (other than tasks created
+    -- in this call) and locks them: FOR SHARE waits for a concurrent cancel
+    -- of a parent, so a child is never added under a parent that is being
+    -- canceled.
+    SELECT coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NULL), '{}'),
+           coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NOT NULL), '{}')
+    INTO live, ended
+    FROM (
+        SELECT t.task_id, t.done_at FROM corotask.tasks t
+        WHERE t.task_id = ANY (ARRAY(
+            SELECT DISTINCT p FROM unnest(p_parents) AS p WHERE p IS NOT NULL AND p <> ALL (p_ids)))
+        ORDER BY t.task_id
+        FOR SHARE
+    ) l;
+    SELECT p INTO bad FROM unnest(p_parents) WITH ORDINALITY AS u(p, k)
+    WHERE p IS NOT NULL AND p <> ALL (p_ids) AND p <> ALL (live) AND p <> ALL (ended)
+    ORDER BY k LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'corotask: parent task % not found', bad
+            USING ERRCODE = 'CT404', DETAIL = 'parent ' || bad;
+    END IF;
+    IF cardinality(ended) > 0 THEN
+        bad := ended[1];
+        RAISE EXCEPTION 'corotask: parent task % has ended', bad
+            USING ERRCODE = 'CT410', DETAIL = 'parent ' || bad;
+    END IF;
+    INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, inbox, trace)
+    SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, now()),
+           CASE WHEN u.msg IS NULL THEN '{}'::jsonb[]
+                ELSE ARRAY[corotask.envelope(u.parent, u.msg)] END,
+           u.trace
+    FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces)
+        AS u(id, typ, parent, state, msg, wake_at, trace);
+END
+$$;
+
 CREATE OR REPLACE FUNCTION corotask.create_tasks(
     p_ids      uuid[],
     p_types    text[],
@@ -127,40 +185,8 @@ CREATE OR REPLACE FUNCTION corotask.create_tasks(
     p_messages jsonb[],
     p_wake_ats timestamptz[]
 ) RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = ''
-SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
-DECLARE
-    bad uuid;
-BEGIN
-    SELECT p INTO bad FROM unnest(p_parents) AS p
-    WHERE p IS NOT NULL AND p <> ALL (p_ids)
-      AND NOT EXISTS (SELECT 1 FROM corotask.tasks t WHERE t.task_id = p)
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'corotask: parent task % not found', bad
-            USING ERRCODE = 'CT404', DETAIL = 'parent ' || bad;
-    END IF;
-    -- FOR SHARE waits for a concurrent cancel of the parent, so a child is never
-    -- added under a parent that is being canceled.
-    PERFORM 1 FROM corotask.tasks t
-    WHERE t.task_id IN (SELECT DISTINCT p FROM unnest(p_parents) AS p WHERE p IS NOT NULL)
-    ORDER BY t.task_id
-    FOR SHARE;
-    SELECT t.task_id INTO bad FROM corotask.tasks t
-    WHERE t.task_id IN (SELECT DISTINCT p FROM unnest(p_parents) AS p WHERE p IS NOT NULL)
-      AND t.done_at IS NOT NULL
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'corotask: parent task % has ended', bad
-            USING ERRCODE = 'CT410', DETAIL = 'parent ' || bad;
-    END IF;
-    INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, inbox)
-    SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, now()),
-           CASE WHEN u.msg IS NULL THEN '{}'::jsonb[]
-                ELSE ARRAY[corotask.envelope(u.parent, u.msg)] END
-    FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats)
-        AS u(id, typ, parent, state, msg, wake_at);
-END
+LANGUAGE sql SECURITY DEFINER SET search_path = '' AS $$
+    SELECT corotask.create_tasks(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, NULL::jsonb[])
 $$;
 
 -- create_task creates one task; see create_tasks. p_wake_at NULL means now.
@@ -182,19 +208,28 @@ $$;
 
 -- send_to_task sends a message to a task, from another task or (p_from NULL) from
 -- outside any task. It raises CT404 for an unknown task and CT410 for an ended one.
-CREATE OR REPLACE FUNCTION corotask.send_to_task(p_to uuid, p_from uuid, p_message jsonb) RETURNS void
+-- p_trace, the trace context of the sender, is kept in the message's envelope;
+-- the form without it sends a message with none.
+CREATE OR REPLACE FUNCTION corotask.send_to_task(p_to uuid, p_from uuid, p_message jsonb, p_trace jsonb) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 BEGIN
     IF p_to IS NULL THEN
         RAISE EXCEPTION 'corotask: send_to_task needs a task id' USING ERRCODE = '22004';
     END IF;
     PERFORM corotask.refuse_undelivered(ARRAY[p_to],
-        ARRAY(SELECT corotask.deliver_all(ARRAY[p_to], ARRAY[corotask.envelope(p_from, p_message)])));
+        ARRAY(SELECT corotask.deliver_all(ARRAY[p_to], ARRAY[corotask.envelope(p_from, p_message, p_trace)])));
 END
+$$;
+
+CREATE OR REPLACE FUNCTION corotask.send_to_task(p_to uuid, p_from uuid, p_message jsonb) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = '' AS $$
+    SELECT corotask.send_to_task(p_to, p_from, p_message, NULL::jsonb)
 $$;
 
 REVOKE EXECUTE ON FUNCTION
     corotask.create_tasks(uuid[], text[], uuid[], jsonb[], jsonb[], timestamptz[]),
+    corotask.create_tasks(uuid[], text[], uuid[], jsonb[], jsonb[], timestamptz[], jsonb[]),
     corotask.create_task(uuid, text, uuid, jsonb, jsonb, timestamptz),
-    corotask.send_to_task(uuid, uuid, jsonb)
+    corotask.send_to_task(uuid, uuid, jsonb),
+    corotask.send_to_task(uuid, uuid, jsonb, jsonb)
 FROM PUBLIC;

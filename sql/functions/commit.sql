@@ -10,7 +10,9 @@
 -- when it is done), all or nothing. p_actions[i] is 'yield', 'sleep'
 -- (p_sleeps[i] seconds from now), 'until' (p_ats[i]), 'suspend' or 'done'
 -- (with p_results[i]). p_effects[i] is NULL or
--- {"spawn": [{"id", "type", "state", "msg"}...], "send": [{"to", "msg"}...]}.
+-- {"spawn": [{"id", "type", "state", "msg", "trace"}...], "send": [{"to", "msg", "trace"}...]},
+-- where "trace", when present, is the trace context of the poll, kept with
+-- the child task and in the message's envelope.
 --
 -- A 'done' whose task received messages during the poll (inbox_next not
 -- empty) does not end the task: the poll's state and effects are committed,
@@ -129,7 +131,7 @@ BEGIN
         END IF;
         IF jsonb_array_length(coalesce(r.effects -> 'send', '[]')) > 0 THEN
             SELECT send_to || array_agg((e ->> 'to')::uuid ORDER BY n),
-                   sent || array_agg(corotask.envelope(r.task_id, e -> 'msg') ORDER BY n)
+                   sent || array_agg(corotask.envelope(r.task_id, e -> 'msg', e -> 'trace') ORDER BY n)
             INTO send_to, sent
             FROM jsonb_array_elements(r.effects -> 'send') WITH ORDINALITY AS s(e, n);
         END IF;
@@ -149,7 +151,8 @@ BEGIN
             array_agg(x.parent ORDER BY k, n),
             array_agg(CASE WHEN e ? 'state' THEN e -> 'state' END ORDER BY k, n),
             array_agg(CASE WHEN e ? 'msg' THEN e -> 'msg' END ORDER BY k, n),
-            array_agg(NULL::timestamptz ORDER BY k, n))
+            array_agg(NULL::timestamptz ORDER BY k, n),
+            array_agg(e -> 'trace' ORDER BY k, n))
         FROM unnest(spawners, spawns) WITH ORDINALITY AS x(parent, spawn, k),
              jsonb_array_elements(x.spawn) WITH ORDINALITY AS s(e, n);
     END IF;
