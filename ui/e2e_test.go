@@ -191,8 +191,9 @@ func TestBrowser(t *testing.T) {
 	// Started after the server, so closed before it: the server waits for
 	// the browser's live streams to end.
 	bctx := browser(t)
+	var nested tasks.ID
 	if *screenshots {
-		seedForScreenshots(t, pool)
+		nested = seedForScreenshots(t, pool)
 	}
 	id, err := tasks.Create(ctx, pool, tasks.Spec{Type: "e2e.workflow"})
 	require.NoError(t, err)
@@ -298,6 +299,15 @@ func TestBrowser(t *testing.T) {
 		eval(`window.notReloaded === true`, &stillMarked),
 		shot("tree"),
 	), "the tree grows live")
+	if *screenshots {
+		require.NoError(t, chromedp.Do(bctx,
+			chromedp.Navigate(srv.URL+"/tasks/"+nested.String()+"/tree"),
+			present(`.tree`),
+			shot("tree-nested"),
+			chromedp.NavigateBack(),
+			present(`.tree`),
+		))
+	}
 	require.Equal(t, true, stillMarked, "the tree changed by a reload, not live")
 	require.GreaterOrEqual(t, after.(float64), before.(float64)+2)
 
@@ -339,7 +349,7 @@ func TestBrowser(t *testing.T) {
 // that the screenshots show what the pages look like on a real database.
 func seedForScreenshots(t *testing.T, pool interface {
 	tasks.DB
-}) {
+}) (nested tasks.ID) {
 	t.Helper()
 	ctx := context.Background()
 	var specs []tasks.Spec
@@ -365,6 +375,30 @@ func seedForScreenshots(t *testing.T, pool interface {
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `UPDATE corotask.tasks SET wake_at = NULL WHERE task_id = ANY($1)`, ids[8:10])
 	require.NoError(t, err)
+
+	// A nested workflow: a batch of orders, each charging and shipping.
+	nested, err = tasks.Create(ctx, pool, tasks.Spec{Type: "orders.batch", State: map[string]int{"orders": 3}})
+	require.NoError(t, err)
+	for i := range 3 {
+		order, err := tasks.Create(ctx, pool, tasks.Spec{Type: "orders.checkout", Parent: nested, State: map[string]int{"order": 2000 + i}})
+		require.NoError(t, err)
+		for _, typ := range []tasks.Type{"payments.charge", "shipping.label"} {
+			child, err := tasks.Create(ctx, pool, tasks.Spec{Type: typ, Parent: order, WakeAt: time.Now().Add(time.Minute)})
+			require.NoError(t, err)
+			if i == 0 || (i == 1 && typ == "payments.charge") {
+				_, err = pool.Exec(ctx, `UPDATE corotask.tasks SET done_at = now(), outcome = 'done', wake_at = NULL WHERE task_id = $1`, child)
+				require.NoError(t, err)
+			}
+			if i == 2 && typ == "payments.charge" {
+				_, err = pool.Exec(ctx, `UPDATE corotask.tasks SET failures = 2, last_error = 'card declined' WHERE task_id = $1`, child)
+				require.NoError(t, err)
+			}
+		}
+	}
+	// The batch and the orders wait for their children's completions.
+	_, err = pool.Exec(ctx, `UPDATE corotask.tasks SET wake_at = NULL WHERE task_type IN ('orders.batch', 'orders.checkout') AND done_at IS NULL AND (task_id = $1 OR parent_id = $1)`, nested)
+	require.NoError(t, err)
+	return nested
 }
 
 // describe says what a task looks like, for a failure's message.
