@@ -304,7 +304,10 @@ func TestBrowser(t *testing.T) {
 			chromedp.Navigate(srv.URL+"/tasks/"+nested.String()+"/tree"),
 			present(`.tree`),
 			shot("tree-nested"),
-			chromedp.NavigateBack(),
+			chromedp.Navigate(srv.URL+"/tasks"),
+			present(`table.tasks`),
+			shot("tasks-all"),
+			chromedp.Navigate(srv.URL+"/tasks/"+id.String()+"/tree"),
 			present(`.tree`),
 		))
 	}
