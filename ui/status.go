@@ -78,6 +78,6 @@ func unservedTypes(ctx context.Context, db tasks.DB) ([]string, error) {
 	return out, nil
 }
 
-// StatusSQL is statusExpr with what it needs: for the test that checks it
+// statusSQL is statusExpr with what it needs: for the test that checks it
 // against corotask.status.
 const statusSQL = `WITH ` + served + ` SELECT t.task_id, ` + statusExpr + `, corotask.status(t) FROM served s, corotask.tasks t`
