@@ -29,7 +29,7 @@ type taskList struct {
 // With returns the URL of the list with one filter changed (an empty value
 // removes it), from the first page.
 func (l *taskList) With(key, value string) string {
-	q := maps(l.Form)
+	q := cloneValues(l.Form)
 	q.Del("after")
 	if value == "" {
 		q.Del(key)
@@ -116,7 +116,7 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 
 func loadTasks(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v *view) error {
 	form := r.URL.Query()
-	l := &taskList{Form: maps(form), Prefix: h.cfg.Prefix}
+	l := &taskList{Form: cloneValues(form), Prefix: h.cfg.Prefix}
 	l.Form.Del("done")
 	var err error
 	if l.Q, err = parseListQuery(form, v.Now); err != nil {
@@ -127,7 +127,7 @@ func loadTasks(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v *v
 		return err
 	}
 	if more {
-		q := maps(l.Form)
+		q := cloneValues(l.Form)
 		q.Set("after", l.Rows[len(l.Rows)-1].ID.String())
 		l.Next = h.cfg.Prefix + "/tasks?" + q.Encode()
 	}

@@ -187,12 +187,13 @@ func (h *Handler) servePage(pg page) http.HandlerFunc {
 // liveQuery is a page's query without what only concerns one load (the
 // message about an action).
 func liveQuery(q url.Values) string {
-	q = maps(q)
+	q = cloneValues(q)
 	q.Del("done")
 	return q.Encode()
 }
 
-func maps(q url.Values) url.Values {
+// cloneValues returns a copy of q.
+func cloneValues(q url.Values) url.Values {
 	out := make(url.Values, len(q))
 	for k, v := range q {
 		out[k] = slices.Clone(v)
