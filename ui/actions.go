@@ -50,10 +50,16 @@ func (h *Handler) actions() []action {
 			return tasks.Restart(ctx, h.cfg.Pool, id)
 		}},
 		{name: "drop", check: checkDrop, do: func(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
-			pos, err := dropPosition(r)
+			// The position is checked again against the message the form
+			// named: a poll may have taken messages since the page was read.
+			t, err := tasks.Get(ctx, h.cfg.Pool, id)
 			if err != nil {
 				return err
 			}
+			if _, err := checkDrop(r, t); err != nil {
+				return err
+			}
+			pos, _ := dropPosition(r)
 			_, err = tasks.DropMessage(ctx, h.cfg.Pool, id, pos)
 			return err
 		}},
@@ -87,6 +93,10 @@ func checkDrop(r *http.Request, t *tasks.Task) (string, error) {
 		return "", fmt.Errorf("drop message %d of task %s: %w: the inbox holds %d", pos, t.ID, tasks.ErrNoMessage, len(t.Inbox))
 	}
 	m := decodeMessages(t.Inbox[pos-1 : pos])[0]
+	if want := r.PostFormValue("message"); want != m.Digest {
+		return "", &pageError{http.StatusConflict, fmt.Sprintf(
+			"message %d of task %s is no longer the one shown: the inbox changed since the page was read; look again", pos, t.ID)}
+	}
 	from := "from outside"
 	if !m.From.IsZero() {
 		from = "from " + m.From.String()

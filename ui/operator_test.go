@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"testing"
 
@@ -196,6 +197,20 @@ func TestRestart(t *testing.T) {
 	require.Equal(t, tasks.StatusReady, s.task(live).Status)
 }
 
+var digestRE = regexp.MustCompile(`name="message" value="([0-9a-f]+)"`)
+
+// digests reads, from a task's page, the digests the drop forms name the
+// inbox's messages by, in order.
+func (s *server) digests(id tasks.ID) []string {
+	s.t.Helper()
+	_, body := s.get("/tasks/" + id.String())
+	var out []string
+	for _, m := range digestRE.FindAllStringSubmatch(body, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
 func TestDropMessage(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ui.Config{})
@@ -206,14 +221,16 @@ func TestDropMessage(t *testing.T) {
 	_, body := s.get("/tasks/" + id.String())
 	require.Contains(t, body, `name="position" value="1"`)
 	require.Contains(t, body, `name="position" value="2"`)
+	digests := s.digests(id)
+	require.Len(t, digests, 2)
 
-	resp, body := s.post("/tasks/"+id.String()+"/drop", url.Values{"csrf": {s.token(id)}, "position": {"1"}})
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, body := s.post("/tasks/"+id.String()+"/drop", url.Values{"csrf": {s.token(id)}, "position": {"1"}, "message": {digests[0]}})
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 	require.Contains(t, body, "Drop message 1 of task "+id.String())
 	require.Contains(t, body, "pill")
 	require.Equal(t, 2, s.task(id).InboxLen)
 
-	resp, body = s.confirmed(id, "drop", url.Values{"position": {"1"}})
+	resp, body = s.confirmed(id, "drop", url.Values{"position": {"1"}, "message": {digests[0]}})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
 	tk := s.task(id)
 	require.Len(t, tk.Inbox, 1)
@@ -223,6 +240,16 @@ func TestDropMessage(t *testing.T) {
 	_, body = s.get("/tasks/" + id.String())
 	require.Contains(t, body, "the dropped message")
 
+	// The same form again: position 1 now holds another message, which is
+	// not dropped.
+	for _, confirm := range []string{"", "yes"} {
+		resp, body = s.post("/tasks/"+id.String()+"/drop", url.Values{"csrf": {s.token(id)}, "position": {"1"},
+			"message": {digests[0]}, "confirm": {confirm}})
+		require.Equal(t, http.StatusConflict, resp.StatusCode)
+		require.Contains(t, body, "message 1 of task "+id.String()+" is no longer the one shown")
+	}
+	require.Equal(t, 1, s.task(id).InboxLen)
+
 	for pos, want := range map[string]string{
 		"5":   "the inbox holds 1",
 		"0":   "is not a position in the inbox",
@@ -231,7 +258,7 @@ func TestDropMessage(t *testing.T) {
 		"-1":  "is not a position in the inbox",
 		"1.5": "is not a position in the inbox",
 	} {
-		resp, body := s.confirmed(id, "drop", url.Values{"position": {pos}})
+		resp, body := s.confirmed(id, "drop", url.Values{"position": {pos}, "message": {digests[1]}})
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, pos)
 		require.Contains(t, body, want, pos)
 	}
@@ -245,17 +272,18 @@ func TestActionsOnARunningTaskAreRefused(t *testing.T) {
 	id := s.create(tasks.Spec{Type: "w"})
 	require.NoError(t, inbox.Send(ctx, s.pool, id, tasks.ID{}, 1))
 	token := s.token(id)
+	digests := s.digests(id)
 	s.hold(id)
 	_, body := s.get("/tasks/" + id.String())
 	require.NotContains(t, body, `name="position"`, "no drop while a poll runs")
 	for action, form := range map[string]url.Values{
-		"retry": {}, "drop": {"position": {"1"}},
+		"retry": {}, "drop": {"position": {"1"}, "message": {digests[0]}},
 	} {
 		form.Set("csrf", token)
 		form.Set("confirm", "yes")
 		resp, body := s.post("/tasks/"+id.String()+"/"+action, form)
 		require.Equal(t, http.StatusConflict, resp.StatusCode, action)
-		require.Contains(t, body, "running", action)
+		require.Contains(t, body, "task is running", action)
 	}
 	require.Equal(t, 1, s.task(id).InboxLen)
 }

@@ -2,6 +2,8 @@ package ui
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,11 +19,14 @@ import (
 // message is an inbox message as the task page shows it.
 type message struct {
 	Index int
-	From  tasks.ID
-	Body  string
-	Done  bool
-	Err   string
-	At    *time.Time
+	// Digest names the stored message, so that an action on it (drop) acts
+	// on this message and not on another that took its position since.
+	Digest string
+	From   tasks.ID
+	Body   string
+	Done   bool
+	Err    string
+	At     *time.Time
 }
 
 func decodeMessages(raw []json.RawMessage) []message {
@@ -29,10 +34,11 @@ func decodeMessages(raw []json.RawMessage) []message {
 	for i, r := range raw {
 		var env envelope.Envelope
 		if err := json.Unmarshal(r, &env); err != nil {
-			out = append(out, message{Index: i, Body: prettyJSON(r)})
+			out = append(out, message{Index: i, Digest: digest(r), Body: prettyJSON(r)})
 			continue
 		}
-		out = append(out, message{Index: i, From: env.From, Body: prettyJSON(env.Body), Done: env.Done, Err: env.Err, At: env.At})
+		out = append(out, message{Index: i, Digest: digest(r), From: env.From, Body: prettyJSON(env.Body),
+			Done: env.Done, Err: env.Err, At: env.At})
 	}
 	return out
 }
@@ -139,4 +145,11 @@ func loadTask(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v *vi
 	}
 	v.Title, v.P = string(t.Type)+" "+id.String()+" · corotask", p
 	return nil
+}
+
+// digest names a stored message by its content (which holds its sender and
+// the time it was sent).
+func digest(raw json.RawMessage) string {
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:12])
 }
