@@ -45,9 +45,15 @@ func SleepUntil(t time.Time) Action { return Action{kind: actUntil, at: t} }
 func Suspend() Action { return Action{kind: actSuspend} }
 
 // Done ends the task; its parent receives a completion message with a null body.
-// If messages arrived for the task while the poll ran, it does not end: the
-// poll's state and sends are committed and the task is polled again at once
-// with the new messages, until a poll returns Done with none arrived meanwhile.
+//
+// If messages arrived for the task while the poll ran, the poll is
+// superseded, as Temporal refuses to complete a workflow with unhandled
+// signals: nothing of it is kept (state, popped messages, children,
+// messages sent, OnCommit work, result), and the task is polled again at
+// once from its previous state, with those messages after the ones it had.
+// So no message accepted for a task is left unseen by a poll, and a poll
+// that returns Done still has its effects committed exactly once, or not at
+// all.
 func Done() Action { return Action{kind: actDone} }
 
 // DoneWith ends the task with a result, stored (as JSON) in the task and sent

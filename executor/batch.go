@@ -22,7 +22,16 @@ const maxBatch = 500
 // busier the executor, the larger its batches and the fewer its transactions.
 const committers = 3
 
-const commitSQL = `SELECT corotask.commit_polls($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+const commitSQL = `SELECT polled, superseded FROM corotask.commit_polls($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+
+// committedAs is what became of a poll's outcome at its commit.
+type committedAs uint8
+
+const (
+	fenced     committedAs = iota // the claim was lost: nothing written
+	committed                     // written
+	superseded                    // done, but messages arrived meanwhile: dropped, the task polled again
+)
 
 // pendingCommit is a poll outcome waiting for the batch committer.
 type pendingCommit struct {
@@ -98,20 +107,24 @@ func (e *Executor) runBatch(ctx context.Context, batch []*pendingCommit) error {
 	if err != nil {
 		return fmt.Errorf("commit %d polls: %w", len(batch), dberr.Translate(err))
 	}
-	committed := make(map[tasks.ID]bool, len(batch))
+	as := make(map[tasks.ID]committedAs, len(batch))
 	for rows.Next() {
 		var id tasks.ID
-		if err := rows.Scan(&id); err != nil {
+		var dropped bool
+		if err := rows.Scan(&id, &dropped); err != nil {
 			rows.Close()
 			return fmt.Errorf("commit %d polls: %w", len(batch), err)
 		}
-		committed[id] = true
+		as[id] = committed
+		if dropped {
+			as[id] = superseded
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("commit %d polls: %w", len(batch), dberr.Translate(err))
 	}
 	for _, p := range batch {
-		e.logCommitted(ctx, p.c, p.out, committed[p.c.id], p.history)
+		e.logCommitted(ctx, p.c, p.out, as[p.c.id], p.history)
 	}
 	return nil
 }

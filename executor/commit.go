@@ -82,17 +82,21 @@ func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome, histo
 		return err
 	}
 	defer e.hooks.commitDone(ctx, e.hooks.now(), 1, &err)
-	var ok bool
+	as := fenced
 	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		var id tasks.ID
-		err := tx.QueryRow(ctx, commitSQL, args...).Scan(&id)
+		var dropped bool
+		err := tx.QueryRow(ctx, commitSQL, args...).Scan(&id, &dropped)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // the claim was lost: nothing to commit
 		}
 		if err != nil {
 			return err
 		}
-		ok = true
+		if as = committed; dropped {
+			as = superseded
+			return nil // nothing of the poll is kept, its OnCommit work included
+		}
 		for _, fn := range out.onCommit {
 			if err := runOnCommit(ctx, tx, fn); err != nil {
 				if tx.Conn().IsClosed() || transientDBError(err) {
@@ -109,7 +113,7 @@ func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome, histo
 	if err != nil {
 		return dberr.Translate(err)
 	}
-	e.logCommitted(ctx, c, out, ok, history)
+	e.logCommitted(ctx, c, out, as, history)
 	return nil
 }
 
@@ -127,11 +131,15 @@ func runOnCommit(ctx context.Context, tx pgx.Tx, fn func(context.Context, pgx.Tx
 // commitRefused is the history's error of a poll whose commit the fence refused.
 const commitRefused = "commit refused: the claim was lost (task canceled or taken by another executor)"
 
-func (e *Executor) logCommitted(ctx context.Context, c *claimed, out *outcome, ok bool, history int16) {
-	e.hooks.committed(c, ok)
-	if !ok {
+func (e *Executor) logCommitted(ctx context.Context, c *claimed, out *outcome, as committedAs, history int16) {
+	e.hooks.committed(c, as)
+	switch as {
+	case fenced:
 		e.log.Warn("corotask: "+commitRefused, "task", c.id, "type", c.typ)
 		e.recordLost(ctx, c, "claim_lost", commitRefused, history)
+		return
+	case superseded:
+		e.log.Debug("corotask: poll superseded: it returned done while messages arrived; polling again", "task", c.id, "type", c.typ)
 		return
 	}
 	if e.log.Enabled(context.Background(), slog.LevelDebug) {

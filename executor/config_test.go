@@ -48,7 +48,7 @@ func TestConfigIsValidated(t *testing.T) {
 		{"equal backoffs", executor.Config{BackoffMin: time.Minute, BackoffMax: time.Minute}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.cfg.Logger = logger()
+			tc.cfg.Logger = logger(t)
 			tc.cfg.DisableListen, tc.cfg.DisableVacuum = true, true
 			e := executor.New(db, tc.cfg) // never panics
 			executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {

@@ -320,12 +320,15 @@ func (e *Executor) claimLoop(ctx context.Context, pollBase context.Context) {
 // is canceled; the new claim is given back rather than polled twice at once.
 func (e *Executor) start(pollBase context.Context, c *claimed) bool {
 	e.mu.Lock()
-	if old, ok := e.inflight[c.id]; ok {
+	if old, ok := e.inflight[c.id]; ok && (!old.settling || c.takenOver) {
 		e.mu.Unlock()
 		e.log.Warn("corotask: took back a task whose heartbeat went stale while polled here", "task", c.id)
 		old.cancel(ErrClaimLost)
 		return false
 	}
+	// Else any earlier flight of the task has returned and its outcome is
+	// written (the task was claimed without a takeover, so its claim was
+	// gone): its goroutine is only forgetting it, and leaves this claim be.
 	pctx, cancel := context.WithCancelCause(pollBase)
 	h := e.handlers[c.typ]
 	e.inflight[c.id] = &flight{c: c, cancel: cancel}
@@ -388,7 +391,7 @@ func (e *Executor) freeSlot(f *flight) {
 
 // done forgets a claim whose poll has settled.
 func (e *Executor) done(c *claimed) {
-	e.keeper.Remove(c.id)
+	e.keeper.Remove(heartbeat.Claim{Task: c.id, Token: c.claim})
 	e.mu.Lock()
 	if f, ok := e.inflight[c.id]; ok && f.c == c {
 		delete(e.inflight, c.id)

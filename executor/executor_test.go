@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -23,16 +22,21 @@ import (
 	"github.com/corotask/corotask/tasks"
 )
 
-func logger() *slog.Logger {
-	if os.Getenv("COROTASK_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
+// TestMain runs more tests at once than there are CPUs: they spend their time
+// waiting for the database and for executors' timers.
+func TestMain(m *testing.M) {
+	os.Exit(testdb.Main(m, 8))
+}
+
+// logger writes the executor's logs through t.Log (Debug and up with
+// COROTASK_TEST_LOG set), so that a failing test shows its own.
+func logger(t testing.TB) *slog.Logger {
+	return testdb.Logger(t)
 }
 
 // fastConfig reacts quickly, for tests.
-func fastConfig() executor.Config {
-	return executor.Config{Concurrency: 8, PollInterval: 50 * time.Millisecond, ShutdownTimeout: 5 * time.Second, Logger: logger()}
+func fastConfig(t testing.TB) executor.Config {
+	return executor.Config{Concurrency: 8, PollInterval: 50 * time.Millisecond, ShutdownTimeout: 5 * time.Second, Logger: logger(t)}
 }
 
 // start runs e until the test ends, and returns a function that stops it and
@@ -117,7 +121,7 @@ func TestFibonacciFanOutFanInAcrossExecutors(t *testing.T) {
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
 	for i := 0; i < 3; i++ {
-		e := executor.New(testdb.Pool(t, url), fastConfig())
+		e := executor.New(testdb.Pool(t, url), fastConfig(t))
 		executor.Register(e, "fib", fib)
 		start(t, e)
 	}
@@ -136,7 +140,7 @@ func TestMessageSentDuringPollIsSeenByTheNextPoll(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig())
+	e := executor.New(db, fastConfig(t))
 	entered, proceed := make(chan struct{}), make(chan struct{})
 	var seen []int
 	executor.Register(e, "listener", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
@@ -211,7 +215,7 @@ func TestTwoExecutorsNeverPollOneTaskAtOnce(t *testing.T) {
 		return executor.Yield(), nil
 	})
 	for i := 0; i < 2; i++ {
-		e := executor.New(testdb.Pool(t, url), fastConfig())
+		e := executor.New(testdb.Pool(t, url), fastConfig(t))
 		executor.Register(e, "yielder", poller)
 		start(t, e)
 	}
@@ -240,7 +244,7 @@ func TestStolenClaim(t *testing.T) {
 
 	// Executor A renews every 3s. Its claim is made to expire (as if A had
 	// stalled past it) before its next renewal; B takes the task over.
-	cfgA := fastConfig()
+	cfgA := fastConfig(t)
 	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 20*time.Second, 3*time.Second
 	cfgA.Concurrency = 1 // busy with its one poll: it cannot take the task back itself
 	a := executor.New(testdb.Pool(t, url), cfgA)
@@ -260,7 +264,7 @@ func TestStolenClaim(t *testing.T) {
 	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second' WHERE task_id = $1`, id)
 	require.NoError(t, err)
 
-	cfgB := fastConfig()
+	cfgB := fastConfig(t)
 	b := executor.New(testdb.Pool(t, url), cfgB)
 	executor.Register(b, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
 		if t.State != "initial" {
@@ -343,7 +347,7 @@ func TestErrorAndPanicBackOffAndKeepStateAndMessages(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			db := testdb.New(t)
-			cfg := fastConfig()
+			cfg := fastConfig(t)
 			cfg.BackoffMin, cfg.BackoffMax = time.Hour, time.Hour
 			e := executor.New(db, cfg)
 			executor.Register(e, "flaky", failingPoller(mode))
@@ -382,7 +386,7 @@ func TestSuccessResetsFailures(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.BackoffMin = time.Millisecond
 	e := executor.New(db, cfg)
 	executor.Register(e, "flaky", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
@@ -411,7 +415,7 @@ func TestMaxFailuresEndsTaskAndTellsParent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.BackoffMin = time.Millisecond
 	e := executor.New(db, cfg)
 	executor.Register(e, "flaky", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
@@ -446,7 +450,7 @@ func TestCancelRunningTask(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig())
+	e := executor.New(db, fastConfig(t))
 	entered := make(chan struct{})
 	cause := make(chan error, 1)
 	executor.Register(e, "long", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
@@ -481,7 +485,7 @@ func TestShutdownReleasesClaims(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.ShutdownTimeout = 100 * time.Millisecond
 	a := executor.New(testdb.Pool(t, url), cfg)
 	var entered sync.WaitGroup
@@ -505,7 +509,7 @@ func TestShutdownReleasesClaims(t *testing.T) {
 		require.Zero(t, task.Failures, "a release is not a failure")
 	}
 
-	b := executor.New(testdb.Pool(t, url), fastConfig()) // HeartbeatTimeout 30s: no waiting for it
+	b := executor.New(testdb.Pool(t, url), fastConfig(t)) // HeartbeatTimeout 30s: no waiting for it
 	executor.Register(b, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Done(), nil
 	}))
@@ -522,7 +526,7 @@ func TestExecutorSurvivesKilledConnections(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	admin := testdb.Pool(t, url)
-	e := executor.New(testdb.Pool(t, url), fastConfig())
+	e := executor.New(testdb.Pool(t, url), fastConfig(t))
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Done(), nil
 	}))
@@ -586,7 +590,7 @@ func runTasks(t *testing.T, db *pgxpool.Pool, e *executor.Executor, typ tasks.Ty
 func TestConcurrencyLimitPerType(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig())
+	e := executor.New(db, fastConfig(t))
 	var g gauge
 	executor.Register(e, "limited", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		defer g.enter()()
@@ -601,7 +605,7 @@ func TestConcurrencyLimitPerType(t *testing.T) {
 func TestConcurrencyLimit(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.Concurrency = 3
 	e := executor.New(db, cfg)
 	var g gauge
@@ -625,7 +629,7 @@ func TestCommittingPollFreesItsSlot(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.Concurrency = 1
 	e := executor.New(db, cfg)
 	polling, locked := make(chan struct{}), make(chan struct{})
@@ -678,7 +682,7 @@ func TestRetentionDeletesExpiredTasks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.Retention = time.Hour
 	e := executor.New(db, cfg)
 	old, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})

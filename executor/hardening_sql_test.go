@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/executor"
@@ -30,7 +31,7 @@ func TestMixedHeartbeatTimeoutsAgree(t *testing.T) {
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
 
-	cfgA := fastConfig()
+	cfgA := fastConfig(t)
 	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 20*time.Second, 3*time.Second
 	a := executor.New(testdb.Pool(t, url), cfgA)
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -44,7 +45,7 @@ func TestMixedHeartbeatTimeoutsAgree(t *testing.T) {
 	start(t, a)
 	<-entered
 
-	cfgB := fastConfig()
+	cfgB := fastConfig(t)
 	cfgB.HeartbeatTimeout = 300 * time.Millisecond
 	b := executor.New(testdb.Pool(t, url), cfgB)
 	var bPolls atomic.Int32
@@ -81,7 +82,7 @@ func TestTakeoverOfAnExpiredClaimCountsAnAttempt(t *testing.T) {
 	t.Cleanup(func() { close(release); wg.Wait() })
 	entered := make(chan struct{}, 10)
 	newExecutor := func() *executor.Executor {
-		cfg := fastConfig()
+		cfg := fastConfig(t)
 		cfg.HeartbeatTimeout = 200 * time.Millisecond
 		e := executor.New(db, cfg)
 		executor.Register(e, "job", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
@@ -151,7 +152,7 @@ func TestMaxConcurrencyHoldsForExpiredClaims(t *testing.T) {
 		claim_expires_at = now() - interval '30 seconds' WHERE task_id = ANY($1)`, ids[:5])
 	require.NoError(t, err)
 
-	e := executor.New(db, fastConfig())
+	e := executor.New(db, fastConfig(t))
 	var polls atomic.Int32
 	executor.Register(e, "capped", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
 		polls.Add(1)
@@ -183,7 +184,7 @@ func TestRetentionKeepsParentsOfLiveTasks(t *testing.T) {
 		WHERE task_id = $1`, child)
 	require.NoError(t, err)
 
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.Retention = time.Hour
 	e := executor.New(db, cfg)
 	n, err := e.DeleteExpired(ctx)
@@ -212,7 +213,7 @@ func TestMessagesDoNotCutBackoffShort(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.BackoffMin = time.Hour
 	cfg.BackoffMax = 2 * time.Hour
 	e := executor.New(db, cfg)
@@ -294,10 +295,10 @@ func TestTakeBackIsNotAStorm(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	var takeBacks atomic.Int32
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.PollInterval = 100 * time.Millisecond
 	cfg.HeartbeatTimeout = 600 * time.Millisecond
-	cfg.Logger = slog.New(countingHandler{logger().Handler(), "took back a task", &takeBacks})
+	cfg.Logger = slog.New(countingHandler{logger(t).Handler(), "took back a task", &takeBacks})
 	e := executor.New(db, cfg)
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -324,6 +325,39 @@ func TestTakeBackIsNotAStorm(t *testing.T) {
 	require.LessOrEqual(t, int(got), int(window/cfg.PollInterval)+3, "take-backs in %s", window)
 }
 
+// A task claimed again right after its poll committed (it yields, so it is
+// ready at once), while the poll's goroutine is still forgetting it, is
+// polled: it is not mistaken for a stale claim of this executor and given
+// back for a PollInterval.
+func TestReclaimRightAfterCommitIsNotATakeBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	var takeBacks atomic.Int32
+	cfg := fastConfig(t)
+	cfg.PollInterval = time.Hour // a task given back would not be polled again in time
+	cfg.Logger = slog.New(countingHandler{logger(t).Handler(), "took back a task", &takeBacks})
+	e := executor.New(db, cfg)
+	const polls = 300
+	executor.Register(e, "yielder", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
+		if t.State++; t.State == polls {
+			return executor.Done(), nil
+		}
+		return executor.Yield(), nil
+	}))
+	ids := make([]tasks.ID, 4)
+	for i := range ids {
+		id, err := tasks.Create(ctx, db, tasks.Spec{Type: "yielder"})
+		require.NoError(t, err)
+		ids[i] = id
+	}
+	start(t, e)
+	for _, id := range ids {
+		waitStatus(t, db, id, tasks.StatusDone)
+	}
+	require.Zero(t, takeBacks.Load())
+}
+
 // A poll that returns Done while messages arrived for its task does not end
 // it: the poll's state and sends are committed, and the task is polled again
 // with the new messages; it ends when a Done poll saw everything.
@@ -338,20 +372,24 @@ func TestDoneWithMessagesArrivedMeanwhilePollsAgain(t *testing.T) {
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", Parent: parent, Message: "first"})
 	require.NoError(t, err)
 
-	e := executor.New(db, fastConfig())
+	e := executor.New(db, fastConfig(t))
 	entered, proceed := make(chan struct{}), make(chan struct{})
-	var seen []string
+	var seen [][]string // the messages each poll saw
+	var onCommits int
 	executor.Register(e, "job", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
+		var got []string
 		for {
 			m, ok := t.Inbox.Pop()
 			if !ok {
 				break
 			}
-			seen = append(seen, m.Body)
+			got = append(got, m.Body)
 		}
+		seen = append(seen, got)
 		t.State++
 		t.Send(other, "hello")
-		if t.State == 1 {
+		t.OnCommit(func(context.Context, pgx.Tx) error { onCommits++; return nil })
+		if len(seen) == 1 {
 			close(entered)
 			<-proceed
 		}
@@ -367,26 +405,35 @@ func TestDoneWithMessagesArrivedMeanwhilePollsAgain(t *testing.T) {
 	close(proceed)
 	require.NoError(t, <-polled)
 
+	// The Done poll is superseded: nothing of it is kept.
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StatusReady, task.Status, "not ended: a message arrived during the Done poll")
-	require.JSONEq(t, "1", string(task.State))
-	require.Equal(t, 1, task.InboxLen)
+	require.Empty(t, task.State, "the state is as before the poll (none)")
+	require.Equal(t, 2, task.InboxLen, "the popped message is back, followed by the new one")
 	o, err := tasks.Get(ctx, db, other)
 	require.NoError(t, err)
-	require.Equal(t, 1, o.InboxLen, "the poll's sends are committed")
+	require.Zero(t, o.InboxLen, "the poll's sends are dropped with it")
+	require.Zero(t, onCommits, "and its OnCommit work")
 	p, err := tasks.Get(ctx, db, parent)
 	require.NoError(t, err)
-	require.Zero(t, p.InboxLen, "the parent is not told yet")
+	require.Zero(t, p.InboxLen, "the parent is not told")
+	h, err := tasks.History(ctx, db, id, tasks.HistoryOptions{})
+	require.NoError(t, err)
+	require.Equal(t, tasks.Superseded, h[len(h)-1].Outcome)
 
 	n, err := e.PollOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	require.Equal(t, []string{"first", "during"}, seen)
+	require.Equal(t, [][]string{{"first"}, {"first", "during"}}, seen)
 	task, err = tasks.Get(ctx, db, id)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StatusDone, task.Status)
-	require.JSONEq(t, "2", string(task.Result))
+	require.JSONEq(t, "1", string(task.Result), "the state the superseded poll counted was not kept")
+	o, err = tasks.Get(ctx, db, other)
+	require.NoError(t, err)
+	require.Equal(t, 1, o.InboxLen, "the ending poll's send, once")
+	require.Equal(t, 1, onCommits)
 	p, err = tasks.Get(ctx, db, parent)
 	require.NoError(t, err)
 	require.Equal(t, 1, p.InboxLen, "one completion")

@@ -34,7 +34,7 @@ func TestHeartbeatsDoNotWaitForAnExhaustedPool(t *testing.T) {
 	const timeout = 1500 * time.Millisecond
 	cfg := executor.Config{Concurrency: 2, HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 6,
 		PollInterval: 50 * time.Millisecond, ShutdownTimeout: 2 * time.Second,
-		DisableListen: true, DisableVacuum: true, Logger: logger()}
+		DisableListen: true, DisableVacuum: true, Logger: logger(t)}
 	a := executor.New(pool, cfg)
 	held := make(chan struct{}, 2)
 	release := make(chan struct{})
@@ -108,7 +108,7 @@ func TestBlockedRenewalCancelsPollsAtTheTimeout(t *testing.T) {
 	const timeout = time.Second
 	cfg := executor.Config{Concurrency: 1, HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 5,
 		PollInterval: 50 * time.Millisecond, ShutdownTimeout: 2 * time.Second,
-		DisableListen: true, DisableVacuum: true, Logger: logger()}
+		DisableListen: true, DisableVacuum: true, Logger: logger(t)}
 	e := executor.New(testdb.Pool(t, url), cfg)
 	entered := make(chan struct{}, 1)
 	causes := make(chan error, 1)

@@ -129,6 +129,10 @@ const (
 	OutcomeClaimLost PollOutcome = "claim_lost"
 	// OutcomeCanceled: the task was canceled during the poll.
 	OutcomeCanceled PollOutcome = "canceled"
+	// OutcomeSuperseded: the poll returned Done or DoneWith, but messages
+	// arrived for the task while it ran: nothing of the poll was kept, and
+	// the task is polled again at once, with those messages.
+	OutcomeSuperseded PollOutcome = "superseded"
 	// OutcomeReleased: the executor stopped before the poll finished, and
 	// gave the claim back for another executor to poll the task.
 	OutcomeReleased PollOutcome = "released"
@@ -241,19 +245,22 @@ func (hc hookCaller) pollReturned(c *claimed, out *outcome) {
 	}
 }
 
-// committed notes whether c's outcome was committed (ok) or refused by the
-// fence on its claim.
-func (hc hookCaller) committed(c *claimed, ok bool) {
+// committed notes what became of c's outcome at its commit.
+func (hc hookCaller) committed(c *claimed, as committedAs) {
 	r := c.hooked
 	if r == nil {
 		return
 	}
 	r.settled = true
-	if ok {
+	switch as {
+	case committed:
 		r.result.Outcome = OutcomeCommitted
-		return
+	case superseded:
+		r.result.Outcome = OutcomeSuperseded
+		r.result.Spawned, r.result.Sent = 0, 0
+	default:
+		r.result.Outcome, r.result.Err = OutcomeClaimLost, ErrCommitFenced
 	}
-	r.result.Outcome, r.result.Err = OutcomeClaimLost, ErrCommitFenced
 }
 
 // failed notes how the failure of c's poll with pollErr was recorded: err

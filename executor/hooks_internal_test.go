@@ -22,7 +22,7 @@ func TestNoHooksAllocateNothing(t *testing.T) {
 		hc.claimDone(ctx, start, req, 1, nil)
 		pctx := hc.pollStart(ctx, c)
 		hc.pollReturned(c, out)
-		hc.committed(c, true)
+		hc.committed(c, committed)
 		hc.failed(c, err, false, false, nil)
 		hc.pollDone(pctx, c)
 		hc.commitDone(ctx, start, 1, &err)

@@ -85,7 +85,7 @@ func TestHooksReportEveryPoll(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	rec := newRecorder()
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.Hooks = rec
 	e := executor.New(db, cfg)
 	sink, err := tasks.Create(ctx, db, tasks.Spec{Type: "sink", WakeAt: time.Now().Add(time.Hour)})
@@ -177,7 +177,7 @@ func TestHooksReportRunHeartbeatsAndCancel(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	rec := newRecorder()
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.Hooks = rec
 	cfg.HeartbeatTimeout, cfg.HeartbeatInterval = 3*time.Second, 50*time.Millisecond
 	e := executor.New(db, cfg)
@@ -235,7 +235,7 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 	db := testdb.Pool(t, url)
 	recA, recB := newRecorder(), newRecorder()
 
-	cfgA := fastConfig()
+	cfgA := fastConfig(t)
 	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 20*time.Second, 3*time.Second
 	cfgA.Concurrency = 1
 	cfgA.Hooks = recA
@@ -254,7 +254,7 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 	// A stalls: its claim expires (A's next renewal is seconds away).
 	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second' WHERE task_id = $1`, id)
 	require.NoError(t, err)
-	cfgB := fastConfig()
+	cfgB := fastConfig(t)
 	cfgB.Hooks = recB
 	b := executor.New(testdb.Pool(t, url), cfgB)
 	executor.Register(b, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
@@ -284,7 +284,7 @@ func TestHooksAreOptional(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig())
+	e := executor.New(db, fastConfig(t))
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		if ctx.Value(ctxKey{}) != nil {
 			return executor.Action{}, fmt.Errorf("unexpected context value")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -47,7 +48,7 @@ func TestRetryNow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig())
+	e := executor.New(db, fastConfig(t))
 	var polls atomic.Int32
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		if polls.Add(1) == 1 {
@@ -89,7 +90,7 @@ func TestResetFailures(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig())
+	e := executor.New(db, fastConfig(t))
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Action{}, errors.New("down")
 	}), executor.MaxFailures(3), executor.Backoff(time.Hour, time.Hour))
@@ -129,7 +130,7 @@ func TestRestartFailedTask(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig())
+	e := executor.New(db, fastConfig(t))
 	var broken atomic.Bool
 	broken.Store(true)
 	executor.Register(e, "kid", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
@@ -240,7 +241,7 @@ func TestOperatorActionsRefuseARunningTask(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig())
+	e := executor.New(db, fastConfig(t))
 	started, release := make(chan struct{}), make(chan struct{})
 	executor.Register(e, "job", executor.PollerFunc[[]string, string](func(ctx context.Context, t *executor.Task[[]string, string]) (executor.Action, error) {
 		first := len(t.State) == 0
@@ -286,7 +287,7 @@ func TestOperatorActionsRacingPolls(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig())
+	e := executor.New(db, fastConfig(t))
 	var mu sync.Mutex
 	seen := map[int]int{}
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
@@ -348,4 +349,52 @@ func TestOperatorActionsRacingPolls(t *testing.T) {
 		require.Equal(t, 1, seen[i], "message %d", i)
 	}
 	t.Logf("%d actions applied", applied.Load())
+}
+
+// The grants docs/operations.md gives operators are enough to act on tasks
+// and read their history, and acting needs them.
+func TestOperatorRoleGrants(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	admin := testdb.Pool(t, url)
+	suffix := strings.ToLower(tasks.NewID().String()[16:])
+	ops, fix := "ops_"+suffix, "ops_fix_"+suffix
+	_, err := admin.Exec(ctx, `
+		CREATE ROLE `+ops+` NOLOGIN;
+		GRANT USAGE ON SCHEMA corotask TO `+ops+`;
+		GRANT SELECT ON corotask.tasks, corotask.history, corotask.executors TO `+ops+`;
+		CREATE ROLE `+fix+` NOLOGIN;
+		GRANT `+ops+` TO `+fix+`;
+		GRANT EXECUTE ON FUNCTION corotask.retry_task(uuid), corotask.reset_failures(uuid),
+			corotask.restart_task(uuid), corotask.drop_message(uuid, integer),
+			corotask.cancel_task(uuid) TO `+fix+`;`)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, r := range []string{fix, ops} {
+			_, _ = admin.Exec(context.Background(), "DROP OWNED BY "+r+"; DROP ROLE "+r)
+		}
+	})
+	id, err := tasks.Create(ctx, admin, tasks.Spec{Type: "job", WakeAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	require.NoError(t, inbox.Send(ctx, admin, id, tasks.ID{}, "x"))
+	_, err = admin.Exec(ctx, `UPDATE corotask.tasks SET wake_at = now() + interval '1 hour' WHERE task_id = $1`, id)
+	require.NoError(t, err)
+
+	readOnly := poolAs(t, url, ops)
+	_, err = tasks.Get(ctx, readOnly, id)
+	require.NoError(t, err)
+	_, err = tasks.History(ctx, readOnly, id, tasks.HistoryOptions{})
+	require.NoError(t, err)
+	_, err = tasks.Executors(ctx, readOnly)
+	require.NoError(t, err)
+	require.ErrorContains(t, tasks.Retry(ctx, readOnly, id), "permission denied")
+
+	fixer := poolAs(t, url, fix)
+	require.NoError(t, tasks.Retry(ctx, fixer, id))
+	require.NoError(t, tasks.ResetFailures(ctx, fixer, id))
+	_, err = tasks.DropMessage(ctx, fixer, id, 1)
+	require.NoError(t, err)
+	require.NoError(t, tasks.Cancel(ctx, fixer, id))
+	require.ErrorIs(t, tasks.Restart(ctx, fixer, id), tasks.ErrWrongStatus, "canceled, not failed: refused, not denied")
 }

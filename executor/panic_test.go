@@ -90,7 +90,7 @@ func TestPanicsAroundAPollAreFailedPolls(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			db := testdb.New(t)
-			e := executor.New(db, badConfig())
+			e := executor.New(db, badConfig(t))
 			executor.Register(e, "touchy", tc.poller, executor.MaxFailures(2))
 			id, err := tasks.Create(ctx, db, tasks.Spec{Type: "touchy", State: tc.state, Message: tc.message})
 			require.NoError(t, err)
@@ -137,7 +137,7 @@ func TestRunSurvivesAPanickingDecoder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.BackoffMin, cfg.BackoffMax = time.Millisecond, 10*time.Millisecond
 	e := executor.New(db, cfg)
 	executor.Register(e, "touchy", executor.PollerFunc[int, touchy](func(ctx context.Context, t *executor.Task[int, touchy]) (executor.Action, error) {

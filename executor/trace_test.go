@@ -67,7 +67,7 @@ func TestTraceContextsReachThePolls(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	tr := &tracer{infos: map[tasks.ID][]executor.PollInfo{}}
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.Hooks = tr
 	e := executor.New(db, cfg)
 	sink, err := tasks.Create(ctx, db, tasks.Spec{Type: "sink", WakeAt: farFuture()})
@@ -138,7 +138,7 @@ func TestNoTraceStoredWithoutTracing(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	tr := &tracer{plain: true, infos: map[tasks.ID][]executor.PollInfo{}}
-	cfg := fastConfig()
+	cfg := fastConfig(t)
 	cfg.Hooks = tr
 	e := executor.New(db, cfg)
 	sink, err := tasks.Create(ctx, db, tasks.Spec{Type: "sink", WakeAt: farFuture()})

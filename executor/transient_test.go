@@ -52,7 +52,7 @@ func TestTransientOnCommitErrorsAreRetried(t *testing.T) {
 			t.Cleanup(func() { closeRetried.Do(func() { close(retried) }) })
 
 			logs := newLogRecorder()
-			cfg := badConfig()
+			cfg := badConfig(t)
 			cfg.Logger = slog.New(logs)
 			e := executor.New(db, cfg)
 			var attempts atomic.Int32
@@ -127,7 +127,7 @@ func TestPermanentCommitErrorsFailThePoll(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, tasks.Cancel(ctx, db, ended))
 
-			e := executor.New(db, badConfig())
+			e := executor.New(db, badConfig(t))
 			var polls atomic.Int32
 			executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 				polls.Add(1)

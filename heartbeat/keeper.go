@@ -139,17 +139,20 @@ func (k *Keeper) dropConn() {
 
 // Add starts renewing c; claimedAt is the local time just before the claim
 // was made. lost is called (once, from the keeper's goroutine)
-// when the claim is lost or expires, with executor.ErrClaimLost or executor.ErrRenewTimeout.
+// when the claim is lost or expires, with executor.ErrClaimLost,
+// executor.ErrCanceled (the task was canceled) or executor.ErrRenewTimeout.
 func (k *Keeper) Add(c Claim, claimedAt time.Time, lost func(cause error)) {
 	k.mu.Lock()
 	k.entries[c.Task] = &entry{claim: c, lost: lost, renewed: claimedAt}
 	k.mu.Unlock()
 }
 
-// Remove stops renewing the claim of task.
-func (k *Keeper) Remove(task tasks.ID) {
+// Remove stops renewing claim c; a newer claim of the same task is kept.
+func (k *Keeper) Remove(c Claim) {
 	k.mu.Lock()
-	delete(k.entries, task)
+	if e, ok := k.entries[c.Task]; ok && e.claim == c {
+		delete(k.entries, c.Task) // not a newer claim of the same task
+	}
 	k.mu.Unlock()
 }
 
@@ -234,7 +237,7 @@ func (k *Keeper) Renew(ctx context.Context) error {
 		UPDATE corotask.tasks t SET heartbeat = now(), claim_expires_at = now() + make_interval(secs => $3)
 		FROM locked WHERE t.task_id = locked.task_id
 		RETURNING t.task_id`, ids, tokens, k.cfg.Timeout.Seconds())
-	var held map[tasks.ID]bool
+	var held, canceled map[tasks.ID]bool
 	if err == nil && len(renewed) < len(ids) {
 		// Rare: tell the claims held by another transaction (still ours)
 		// from those lost, for the tasks not renewed.
@@ -247,6 +250,12 @@ func (k *Keeper) Renew(ctx context.Context) error {
 		}
 		held, err = k.collect(ctx, `SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
 			JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim`, restIDs, restTokens)
+		if err == nil && len(held) < len(restIDs) {
+			// A claim lost to a cancel whose notification has not arrived
+			// yet says so, as the notification would.
+			canceled, err = k.collect(ctx, `SELECT task_id FROM corotask.tasks
+				WHERE task_id = ANY ($1::uuid[]) AND outcome = 'canceled'`, restIDs)
+		}
 	}
 	var lost []*entry
 	var causes []error
@@ -263,6 +272,9 @@ func (k *Keeper) Renew(ctx context.Context) error {
 			// Busy in another transaction, but still ours: next time.
 		case err == nil && held[id]:
 			lost, causes = append(lost, e), append(causes, cause.RenewTimeout)
+			delete(k.entries, id)
+		case err == nil && canceled[id]:
+			lost, causes = append(lost, e), append(causes, cause.Canceled)
 			delete(k.entries, id)
 		case err == nil:
 			lost, causes = append(lost, e), append(causes, cause.ClaimLost)

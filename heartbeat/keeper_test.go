@@ -3,6 +3,7 @@ package heartbeat_test
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,12 @@ import (
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
+
+// TestMain runs more tests at once than there are CPUs: they spend their time
+// waiting for the database.
+func TestMain(m *testing.M) {
+	os.Exit(testdb.Main(m, 8))
+}
 
 // countingDB counts the statements sent through it, and can be made to fail.
 type countingDB struct {
@@ -76,7 +83,7 @@ func TestRenewAllClaimsInOneStatement(t *testing.T) {
 	require.Equal(t, 500, fresh)
 
 	for _, c := range claims {
-		k.Remove(c.Task)
+		k.Remove(c)
 	}
 	require.NoError(t, k.Renew(ctx))
 	require.Equal(t, 1, db.queries, "nothing to renew: no statement")
@@ -99,12 +106,13 @@ func TestLostClaimIsReportedAtOnce(t *testing.T) {
 	require.ErrorIs(t, <-causes, executor.ErrClaimLost)
 	require.Equal(t, 1, k.Len(), "a lost claim is no longer renewed")
 
-	// A canceled task's claim is lost too.
+	// A canceled task's claim is lost too, with the cause a cancel gives
+	// (the renewal may learn of it before the notification arrives).
 	require.NoError(t, tasks.Cancel(ctx, db, claims[1].Task))
-	k.Remove(claims[1].Task)
+	k.Remove(claims[1])
 	k.Add(claims[1], time.Now(), func(cause error) { causes <- cause })
 	require.NoError(t, k.Renew(ctx))
-	require.ErrorIs(t, <-causes, executor.ErrClaimLost)
+	require.ErrorIs(t, <-causes, executor.ErrCanceled)
 	require.Zero(t, k.Len())
 }
 
@@ -253,4 +261,19 @@ func TestRunRefusesAnIntervalNotShorterThanTimeout(t *testing.T) {
 		require.ErrorContains(t, k.Run(ctx), "must be positive and shorter than Timeout")
 		cancel()
 	}
+}
+
+// Removing a claim leaves a newer claim of the same task kept: the poll that
+// held the old one may forget it after the task was claimed again.
+func TestRemoveKeepsANewerClaimOfTheTask(t *testing.T) {
+	t.Parallel()
+	k := heartbeat.New(&countingDB{}, heartbeat.Config{})
+	id := tasks.NewID()
+	old := heartbeat.Claim{Task: id, Token: [16]byte{1}}
+	k.Add(old, time.Now(), func(error) {})
+	k.Add(heartbeat.Claim{Task: id, Token: [16]byte{2}}, time.Now(), func(error) {})
+	k.Remove(old)
+	require.Equal(t, 1, k.Len())
+	k.Remove(heartbeat.Claim{Task: id, Token: [16]byte{2}})
+	require.Zero(t, k.Len())
 }

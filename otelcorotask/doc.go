@@ -38,7 +38,8 @@
 // docs/operations.md says more of each. Outcomes of corotask.polls
 // (executor.PollOutcome): committed, failed,
 // panicked, claim_lost, canceled, released (the executor stopped and gave
-// the claim back), abandoned (the outcome could not be written; the task
+// the claim back), superseded (the poll returned done while messages
+// arrived: nothing kept, polled again), abandoned (the outcome could not be written; the task
 // is polled again once its claim goes stale).
 //
 // Causes of corotask.claims.lost: taken_over (the heartbeat found the claim

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,12 @@ import (
 	"github.com/corotask/corotask/otelcorotask"
 	"github.com/corotask/corotask/tasks"
 )
+
+// TestMain runs more tests at once than there are CPUs: they spend their time
+// waiting for the database.
+func TestMain(m *testing.M) {
+	os.Exit(testdb.Main(m, 8))
+}
 
 // telemetry is an in-memory metric reader and span recorder, and Hooks
 // recording into them.

@@ -2,6 +2,7 @@ package sql_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -12,6 +13,12 @@ import (
 	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/tasks"
 )
+
+// TestMain runs more tests at once than there are CPUs: they spend their time
+// waiting for the database.
+func TestMain(m *testing.M) {
+	os.Exit(testdb.Main(m, 8))
+}
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()

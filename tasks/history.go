@@ -31,6 +31,10 @@ const (
 	// Released: the executor gave its claim back without polling to the end
 	// (it was shutting down), not counted as a failure.
 	Released Outcome = "released"
+	// Superseded: the poll returned Done, but messages arrived for the task
+	// while it ran: nothing of it was kept, and the task was polled again at
+	// once with those messages.
+	Superseded Outcome = "superseded"
 	// OperatorAction: an operator acted on the task; Action names the action
 	// (cancel, retry, reset, restart, drop_message) and Actor the database
 	// role.

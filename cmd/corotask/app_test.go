@@ -16,6 +16,12 @@ import (
 	"github.com/corotask/corotask/tasks"
 )
 
+// TestMain runs more tests at once than there are CPUs: they spend their time
+// waiting for the database and for executors' timers.
+func TestMain(m *testing.M) {
+	os.Exit(testdb.Main(m, 8))
+}
+
 // result is what one run of the CLI did.
 type result struct {
 	code           int

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"sync"
@@ -15,6 +16,12 @@ import (
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
+
+// TestMain runs more tests at once than there are CPUs: they spend their time
+// waiting for the database.
+func TestMain(m *testing.M) {
+	os.Exit(testdb.Main(m, 8))
+}
 
 var resultLine = regexp.MustCompile(`(?m)^fib\((\d+)\) = (\d+) in \S+ \((\d+) tasks, \d+ tasks/s\)$`)
 var rootLine = regexp.MustCompile(`(?m)^root task (\S+) computes fib\((\d+)\)$`)

@@ -22,7 +22,8 @@ import (
 // worker processes.
 func TestMain(m *testing.M) {
 	MaybeWorker()
-	os.Exit(m.Run())
+	// The scenarios mostly wait for the database: run them all at once.
+	os.Exit(testdb.Main(m, 8))
 }
 
 // logWriter sends what is written to it to t.Log, line by line.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -168,26 +167,8 @@ func commitRecord[S any](w *Worker, t *executor.Task[S, Msg], seq int, r *record
 		if consumed == nil {
 			consumed = []string{}
 		}
-		sentID, sentTo, sentKind := r.sentID, r.sentTo, r.sentKind
-		if slices.Contains(sentKind, KindResult) {
-			// A Done poll ends its task (and sends its completion) only
-			// when no message arrived during it; else the task is polled
-			// again and its result is sent by a later poll.
-			var ended bool
-			if err := tx.QueryRow(ctx, `SELECT done_at IS NOT NULL FROM corotask.tasks WHERE task_id = $1`, t.ID).Scan(&ended); err != nil {
-				return err
-			}
-			if !ended {
-				sentID, sentTo, sentKind = nil, nil, nil
-				for i, k := range r.sentKind {
-					if k != KindResult {
-						sentID, sentTo, sentKind = append(sentID, r.sentID[i]), append(sentTo, r.sentTo[i]), append(sentKind, k)
-					}
-				}
-			}
-		}
 		_, err := tx.Exec(ctx, recordSQL, r.poll, t.ID, seq, w.cfg.Name, r.started,
-			consumed, nonNil(sentID), nonNilIDs(sentTo), nonNil(sentKind), nonNil(r.anomaly))
+			consumed, nonNil(r.sentID), nonNilIDs(r.sentTo), nonNil(r.sentKind), nonNil(r.anomaly))
 		return err
 	})
 }

@@ -4,8 +4,8 @@
 // [Tx] gives a test a transaction on a migrated database shared by the tests,
 // rolled back when the test ends: cheap, for tests of client functions. [New]
 // and [URL] give a test a fresh migrated database of its own, dropped when the
-// test ends: for tests whose commits other connections must see (executors,
-// LISTEN).
+// test ends (in the background under [Main], which waits for the drops): for
+// tests whose commits other connections must see (executors, LISTEN).
 //
 // The server is the one internal/database resolves (DATABASE_URL, libpq's PG*
 // environment, a server on 127.0.0.1:5432, or a private cluster). A template
@@ -98,6 +98,11 @@ func create(t testing.TB, admin, template string) string {
 		t.Fatalf("testdb: %v", err)
 	}
 	t.Cleanup(func() {
+		// A failed or panicking test drops its database at once: the
+		// process may be about to die.
+		if !t.Failed() && !panicking() && dropLater(drop) {
+			return
+		}
 		if err := drop(); err != nil {
 			t.Logf("testdb: %v", err)
 		}

@@ -75,8 +75,18 @@ func TestLoggerAfterTheTestEnds(t *testing.T) {
 }
 
 // The subprocess tests below run this binary again with crashEnv set to say
-// how TestCrash ends.
-const crashEnv = "TESTDB_CRASH"
+// how TestCrash ends, and mainEnv set to run it through Main.
+const (
+	crashEnv = "TESTDB_CRASH"
+	mainEnv  = "TESTDB_MAIN"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) != "" {
+		os.Exit(Main(m, 4))
+	}
+	os.Exit(m.Run())
+}
 
 // TestCrash is run only as a subprocess: it makes a database, prints its
 // name, and ends as crashEnv says.
@@ -97,11 +107,17 @@ func TestCrash(t *testing.T) {
 // A test that fails or panics still drops its database.
 func TestDatabasesAreDroppedWhenTestsFail(t *testing.T) {
 	t.Parallel()
-	for _, how := range []string{"pass", "fail", "panic"} {
+	for _, how := range []string{"pass", "fail", "panic", "pass under Main", "fail under Main", "panic under Main"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
+			how, underMain := strings.CutSuffix(how, " under Main")
 			cmd := exec.Command(os.Args[0], "-test.run=^TestCrash$", "-test.v")
 			cmd.Env = append(os.Environ(), crashEnv+"="+how)
+			if underMain {
+				// No lingering at exit under -race: the drops must be done
+				// before the process ends.
+				cmd.Env = append(cmd.Env, mainEnv+"=1", "GORACE=atexit_sleep_ms=0 "+os.Getenv("GORACE"))
+			}
 			out, err := cmd.CombinedOutput()
 			if how == "pass" {
 				require.NoError(t, err, "%s", out)

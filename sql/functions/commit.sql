@@ -15,16 +15,18 @@
 -- the child task and in the message's envelope.
 --
 -- A 'done' whose task received messages during the poll (inbox_next not
--- empty) does not end the task: the poll's state and effects are committed,
--- and the task is ready at once, so that a poll sees those messages; the task
--- ends when a poll returns done with no message arrived meanwhile.
+-- empty) is superseded: as Temporal refuses to complete a workflow with
+-- unhandled signals, nothing of the poll is kept (state, popped messages,
+-- children, messages sent, result), its claim is released and the task is
+-- ready at once, so that a poll sees those messages before the task can end.
 --
 -- Each committed poll whose p_history[i] is 1 or 2 gets its row in
 -- corotask.history (2: with its state), all in one INSERT, and the task's
 -- history is trimmed to its first p_keep_first and last p_keep_last attempts
 -- (see corotask.trim_history).
 --
--- It returns the tasks whose claim still matched; the others are unchanged.
+-- It returns the tasks whose claim still matched, each with whether its poll
+-- was superseded; the others are unchanged.
 CREATE OR REPLACE FUNCTION corotask.commit_polls(
     p_tasks      uuid[],
     p_claims     uuid[],
@@ -38,7 +40,7 @@ CREATE OR REPLACE FUNCTION corotask.commit_polls(
     p_history    smallint[],
     p_keep_first integer,
     p_keep_last  integer
-) RETURNS SETOF uuid
+) RETURNS TABLE (polled uuid, superseded boolean)
 LANGUAGE plpgsql SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
@@ -82,14 +84,21 @@ BEGIN
                 WITH ORDINALITY AS u(task_id, claim, state, taken, action, sleep, at, result, effects, history, i)
         ), committed AS (
             UPDATE corotask.tasks t SET
-                inner_state = u.state,
-                inbox = t.inbox[u.taken + 1:] || t.inbox_next,
+                -- A superseded poll (done, with messages arrived meanwhile)
+                -- keeps nothing: the task is as its previous poll left it.
+                inner_state = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
+                                   THEN t.inner_state ELSE u.state END,
+                inbox = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
+                             THEN t.inbox || t.inbox_next
+                             ELSE t.inbox[u.taken + 1:] || t.inbox_next END,
                 inbox_next = '{}',
                 heartbeat = NULL,
                 claim = NULL,
                 claim_expires_at = NULL,
-                failures = 0,
-                last_error = NULL,
+                failures = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
+                                THEN t.failures ELSE 0 END,
+                last_error = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
+                                  THEN t.last_error END,
                 -- Messages that arrived during the poll make the task ready at once,
                 -- and keep it from ending.
                 wake_at = CASE
@@ -104,16 +113,20 @@ BEGIN
                 result = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) = 0 THEN u.result END
             FROM input u
             WHERE t.task_id = u.task_id AND t.claim = u.claim
-            RETURNING t.task_id, t.parent_id, t.done_at IS NOT NULL AS ended, u.result, u.effects, u.i,
-                u.history, u.taken, u.action, t.attempts, t.claimed_by, t.claimed_at, t.wake_at, t.inner_state
+            RETURNING t.task_id, t.parent_id, t.done_at IS NOT NULL AS ended,
+                u.action = 'done' AND t.done_at IS NULL AS superseded, u.result, u.effects, u.i,
+                u.history, u.taken, u.action, t.attempts, t.claimed_by, t.claimed_at, t.wake_at,
+                coalesce(pg_column_size(t.inner_state), 0) AS state_bytes,
+                CASE WHEN u.history = 2 THEN t.inner_state END AS snapshot
         ), recorded AS (
             INSERT INTO corotask.history (task_id, attempt, outcome, action, executor_id, claimed_at,
                 popped, spawned, sent, state_bytes, state, wake_at)
-            SELECT c.task_id, c.attempts, 'committed', c.action, c.claimed_by, c.claimed_at, c.taken,
-                jsonb_array_length(coalesce(c.effects -> 'spawn', '[]')),
-                jsonb_array_length(coalesce(c.effects -> 'send', '[]')),
-                coalesce(pg_column_size(c.inner_state), 0),
-                CASE WHEN c.history = 2 THEN c.inner_state END, c.wake_at
+            SELECT c.task_id, c.attempts, CASE WHEN c.superseded THEN 'superseded' ELSE 'committed' END,
+                c.action, c.claimed_by, c.claimed_at,
+                CASE WHEN c.superseded THEN 0 ELSE c.taken END,
+                CASE WHEN c.superseded THEN 0 ELSE jsonb_array_length(coalesce(c.effects -> 'spawn', '[]')) END,
+                CASE WHEN c.superseded THEN 0 ELSE jsonb_array_length(coalesce(c.effects -> 'send', '[]')) END,
+                c.state_bytes, c.snapshot, c.wake_at
             FROM committed c WHERE c.history > 0
         ), trimmed AS (
             -- A task with fewer attempts than the window has nothing to trim.
@@ -122,9 +135,13 @@ BEGIN
               AND h.attempt > p_keep_first AND h.attempt <= c.attempts - p_keep_last
               AND h.outcome <> 'operator'
         )
-        SELECT task_id, parent_id, ended, result, effects, i FROM committed ORDER BY i
+        SELECT c.task_id, c.parent_id, c.ended, c.superseded, c.result, c.effects, c.i
+        FROM committed c ORDER BY c.i
     LOOP
-        RETURN NEXT r.task_id;
+        polled := r.task_id;
+        superseded := r.superseded;
+        RETURN NEXT;
+        CONTINUE WHEN r.superseded; -- its effects are dropped with it
         IF jsonb_array_length(coalesce(r.effects -> 'spawn', '[]')) > 0 THEN
             spawners := array_append(spawners, r.task_id);
             spawns := array_append(spawns, (r.effects -> 'spawn'));

@@ -6,7 +6,7 @@
 -- trim_history keeps a task's first p_keep_first attempts and its last
 -- p_keep_last up to p_attempt (the one just recorded), and deletes the polls
 -- in between: a range of the primary key, usually one row or none. Operator
--- actions are kept.
+-- actions are kept (see operator_record for their own bound).
 CREATE OR REPLACE FUNCTION corotask.trim_history(p_task uuid, p_attempt integer, p_keep_first integer, p_keep_last integer)
 RETURNS void
 LANGUAGE sql SET search_path = '' AS $$

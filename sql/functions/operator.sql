@@ -41,14 +41,24 @@ BEGIN
 END
 $$;
 
--- operator_record records an operator action in the task's history.
+-- operator_record records an operator action in the task's history. The
+-- polls' trim (trim_history) keeps operator actions; so that a script that
+-- acts on a task in a loop does not grow its history without bound, a task
+-- keeps its last 100 operator actions, and any among its first 20 attempts.
+-- Operator actions are rare: the count is an index range scan of one task.
 CREATE OR REPLACE FUNCTION corotask.operator_record(t corotask.tasks, p_action text, p_message jsonb DEFAULT NULL)
 RETURNS void
 LANGUAGE sql SET search_path = '' AS $$
     INSERT INTO corotask.history (task_id, attempt, outcome, action, actor, wake_at, message, state_bytes)
     VALUES (t.task_id, t.attempts, 'operator', p_action, session_user, t.wake_at, p_message,
             coalesce(pg_column_size(t.inner_state), 0))
-    ON CONFLICT DO NOTHING
+    ON CONFLICT DO NOTHING;
+    DELETE FROM corotask.history h
+    WHERE h.task_id = t.task_id AND h.outcome = 'operator' AND h.attempt > 20
+      AND h.attempt < (SELECT min(k.attempt) FROM (
+          SELECT o.attempt FROM corotask.history o
+          WHERE o.task_id = t.task_id AND o.outcome = 'operator'
+          ORDER BY o.attempt DESC LIMIT 100) k);
 $$;
 
 -- retry_task makes a task that waits (retrying after a failure, or
