@@ -37,6 +37,7 @@ var commands = []*command{
 	restartCmd,
 	dropMessageCmd,
 	cancelCmd,
+	uiCmd,
 	benchCmd,
 	versionCmd,
 }

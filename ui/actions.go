@@ -1,0 +1,242 @@
+package ui
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/tasks"
+)
+
+// maxFormBytes bounds the body of an action's form: a message of
+// tasks.MaxMessageBytes, and room for the rest.
+const maxFormBytes = tasks.MaxMessageBytes + 64<<10
+
+// action is an operator action on a task, posted from a form on its page.
+type action struct {
+	name string // the path below /tasks/{id}/, and the form's "done" message
+	// check reads and checks the form before anything is asked or done; it
+	// returns what the confirmation page says will be done.
+	check func(r *http.Request, t *tasks.Task) (string, error)
+	// do acts.
+	do func(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error
+}
+
+// actions lists the actions the task page offers.
+func (h *Handler) actions() []action {
+	return []action{
+		{name: "send", check: checkSend, do: doSend},
+		{name: "cancel", check: func(r *http.Request, t *tasks.Task) (string, error) {
+			return fmt.Sprintf("Cancel task %s (%s) and all its live descendants?", t.ID, t.Type), nil
+		}, do: func(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
+			return tasks.Cancel(ctx, h.cfg.Pool, id)
+		}},
+		{name: "retry", check: func(r *http.Request, t *tasks.Task) (string, error) {
+			return fmt.Sprintf("Poll task %s (%s) now, instead of %s? Its failures (%d) are kept.",
+				t.ID, t.Type, whenText(t), t.Failures), nil
+		}, do: func(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
+			return tasks.Retry(ctx, h.cfg.Pool, id)
+		}},
+		{name: "restart", check: func(r *http.Request, t *tasks.Task) (string, error) {
+			return fmt.Sprintf("Restart failed task %s (%s)? It will be ready at once, with its last committed state, "+
+				"its inbox and no failures; its parent will be told again when it ends.", t.ID, t.Type), nil
+		}, do: func(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
+			return tasks.Restart(ctx, h.cfg.Pool, id)
+		}},
+		{name: "drop", check: checkDrop, do: func(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
+			// The position is checked again against the message the form
+			// named: a poll may have taken messages since the page was read.
+			t, err := tasks.Get(ctx, h.cfg.Pool, id)
+			if err != nil {
+				return err
+			}
+			if _, err := checkDrop(r, t); err != nil {
+				return err
+			}
+			pos, _ := dropPosition(r)
+			_, err = tasks.DropMessage(ctx, h.cfg.Pool, id, pos)
+			return err
+		}},
+	}
+}
+
+// whenText says when a task would be polled, for the retry question.
+func whenText(t *tasks.Task) string {
+	if t.WakeAt == nil {
+		return "when a message arrives"
+	}
+	return "at " + t.WakeAt.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// dropPosition reads the position (1: the oldest) of the message to drop.
+func dropPosition(r *http.Request) (int, error) {
+	s := r.PostFormValue("position")
+	pos, err := strconv.Atoi(s)
+	if err != nil || pos < 1 {
+		return 0, badRequest("the message to drop: %q is not a position in the inbox (1 is the oldest)", s)
+	}
+	return pos, nil
+}
+
+func checkDrop(r *http.Request, t *tasks.Task) (string, error) {
+	pos, err := dropPosition(r)
+	if err != nil {
+		return "", err
+	}
+	if pos > len(t.Inbox) {
+		return "", fmt.Errorf("drop message %d of task %s: %w: the inbox holds %d", pos, t.ID, tasks.ErrNoMessage, len(t.Inbox))
+	}
+	m := decodeMessages(t.Inbox[pos-1 : pos])[0]
+	if want := r.PostFormValue("message"); want != m.Digest {
+		return "", &pageError{http.StatusConflict, fmt.Sprintf(
+			"message %d of task %s is no longer the one shown: the inbox changed since the page was read; look again", pos, t.ID)}
+	}
+	from := "from outside"
+	if !m.From.IsZero() {
+		from = "from " + m.From.String()
+	}
+	return fmt.Sprintf("Drop message %d of task %s (%s), %s? No poll will see it; the task's history keeps it.\n\n%s",
+		pos, t.ID, t.Type, from, m.Body), nil
+}
+
+// sendBody returns the message of the send form, checked to be JSON.
+func sendBody(r *http.Request) (json.RawMessage, error) {
+	body := strings.TrimSpace(r.PostFormValue("body"))
+	if body == "" {
+		return nil, badRequest("the message is empty: type a JSON value, e.g. {\"approve\": true}")
+	}
+	if !json.Valid([]byte(body)) {
+		var v any
+		err := json.Unmarshal([]byte(body), &v)
+		return nil, badRequest("the message is not valid JSON: %v", err)
+	}
+	return json.RawMessage(body), nil
+}
+
+func checkSend(r *http.Request, t *tasks.Task) (string, error) {
+	body, err := sendBody(r)
+	if err != nil {
+		return "", err
+	}
+	if t.Status.Ended() {
+		return "", fmt.Errorf("send message to %s: %w: %s (%s)", t.ID, tasks.ErrEnded, t.ID, t.Status)
+	}
+	return fmt.Sprintf("Send this message to task %s (%s)?\n\n%s", t.ID, t.Type, prettyJSON(body)), nil
+}
+
+func doSend(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
+	body, err := sendBody(r)
+	if err != nil {
+		return err
+	}
+	return inbox.Send(ctx, h.cfg.Pool, id, tasks.ID{}, body)
+}
+
+// confirmation is the confirmation page's data.
+type confirmation struct {
+	Action   string
+	Task     *tasks.Task
+	Question string
+	Fields   map[string]string // the form's fields, posted again
+}
+
+// serveAction serves the POST of an action's form. The form is checked
+// first (a refusal is shown on the task page, and nothing changes); then,
+// unless the form says confirm=yes, a confirmation page posts it again with
+// confirm=yes; then the action is done and the browser is sent back to the
+// task page.
+func (h *Handler) serveAction(a action) http.HandlerFunc {
+	taskRoute := h.pageRoutes()["/tasks/{id}"]
+	return func(w http.ResponseWriter, r *http.Request) {
+		v := h.newView(taskRoute)
+		if h.cfg.ReadOnly {
+			v.Error = "This UI is read-only: actions are turned off."
+			h.write(w, http.StatusForbidden, "error", v)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil {
+			v.Error = "the form could not be read: " + err.Error()
+			h.write(w, http.StatusBadRequest, "error", v)
+			return
+		}
+		if err := h.checkOrigin(r); err != nil {
+			v.Error = err.Error()
+			h.write(w, http.StatusForbidden, "error", v)
+			return
+		}
+		id, err := parseTaskID(r)
+		if err != nil {
+			status, msg := h.errorStatus(err)
+			v.Error = msg
+			h.write(w, status, "error", v)
+			return
+		}
+		ctx := r.Context()
+		// refuse shows the task page again, with the refusal and the form
+		// as it was filled.
+		refuse := func(err error) {
+			status, msg := h.errorStatus(err)
+			v := h.newView(taskRoute)
+			if err := h.read(ctx, taskRoute, r, v); err != nil {
+				status, v.Error = h.errorStatus(err)
+				h.write(w, status, "error", v)
+				return
+			}
+			v.Error = msg
+			v.Live = h.cfg.Prefix + "/live/tasks/" + id.String()
+			v.P.(*taskPage).SendBody = r.PostFormValue("body")
+			h.write(w, status, taskRoute.name, v)
+		}
+		t, err := tasks.Get(ctx, h.cfg.Pool, id)
+		if err != nil {
+			refuse(err)
+			return
+		}
+		question, err := a.check(r, t)
+		if err != nil {
+			refuse(err)
+			return
+		}
+		if r.PostFormValue("confirm") != "yes" {
+			fields := make(map[string]string)
+			for k := range r.PostForm {
+				if k != "csrf" && k != "confirm" {
+					fields[k] = r.PostFormValue(k)
+				}
+			}
+			v.Title = "Confirm · corotask"
+			v.P = &confirmation{Action: a.name, Task: t, Question: question, Fields: fields}
+			h.write(w, http.StatusOK, "confirm", v)
+			return
+		}
+		if err := a.do(ctx, h, r, id); err != nil {
+			refuse(err)
+			return
+		}
+		h.cfg.Logger.Info("ui: action", "action", a.name, "task", id)
+		http.Redirect(w, r, h.cfg.Prefix+"/tasks/"+id.String()+"?done="+a.name, http.StatusSeeOther)
+	}
+}
+
+// crossOrigin refuses requests that a browser made from another origin
+// (Sec-Fetch-Site, else Origin against Host).
+var crossOrigin = http.NewCrossOriginProtection()
+
+// checkOrigin refuses a form that did not come from a page of this handler:
+// one posted from another site, or without this process's token.
+func (h *Handler) checkOrigin(r *http.Request) error {
+	if err := crossOrigin.Check(r); err != nil {
+		return errors.New("refused: the form was posted from another site")
+	}
+	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(h.token)) != 1 {
+		return errors.New("refused: the form's token is missing or stale (reload the page and try again)")
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package ui
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/corotask/corotask/internal/envelope"
+	"github.com/corotask/corotask/tasks"
+)
+
+// message is an inbox message as the task page shows it.
+type message struct {
+	Index int
+	// Digest names the stored message, so that an action on it (drop) acts
+	// on this message and not on another that took its position since.
+	Digest string
+	From   tasks.ID
+	Body   string
+	Done   bool
+	Err    string
+	At     *time.Time
+}
+
+func decodeMessages(raw []json.RawMessage) []message {
+	out := make([]message, 0, len(raw))
+	for i, r := range raw {
+		var env envelope.Envelope
+		if err := json.Unmarshal(r, &env); err != nil {
+			out = append(out, message{Index: i, Digest: digest(r), Body: prettyJSON(r)})
+			continue
+		}
+		out = append(out, message{Index: i, Digest: digest(r), From: env.From, Body: prettyJSON(env.Body),
+			Done: env.Done, Err: env.Err, At: env.At})
+	}
+	return out
+}
+
+// taskPage is the task page's data.
+type taskPage struct {
+	T         *tasks.Task
+	Inbox     []message
+	InboxNext []message
+	Children  []taskRow
+	// ChildCounts are the children in each status; Ended and Total count
+	// them for the fan-in progress.
+	ChildCounts  map[string]int64
+	Ended, Total int64
+	// History is the end of the task's history, the latest attempt first.
+	History []historyEntry
+	// Holder is the executor holding the task's claim; nil when none does
+	// (or it is not registered).
+	Holder *executorInfo
+	// SendBody is the message typed in the send form, kept when it was
+	// refused.
+	SendBody string
+}
+
+// historyEntry is an attempt as the timeline shows it.
+type historyEntry struct {
+	tasks.HistoryEntry
+	Host    string        // of the executor that ran the poll, when known
+	Took    time.Duration // from the claim to the end of the poll
+	Dropped string        // the message an operator dropped, indented
+}
+
+// Bad reports whether the attempt failed.
+func (e historyEntry) Bad() bool {
+	switch e.Outcome {
+	case tasks.PollFailed, tasks.Panicked, tasks.ClaimLost, tasks.TakenOver:
+		return true
+	}
+	return false
+}
+
+// ErrorText is the attempt's error without the stack that a panic's error
+// ends with (Stack holds it).
+func (e historyEntry) ErrorText() string {
+	if e.Stack == "" {
+		return e.Error
+	}
+	msg, _, _ := strings.Cut(e.Error, "\n\ngoroutine ")
+	return msg
+}
+
+// maxHistory is how many attempts the task page shows.
+const maxHistory = 25
+
+// maxChildren is how many children the task page lists.
+const maxChildren = 100
+
+func loadTask(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v *view) error {
+	id, err := parseTaskID(r)
+	if err != nil {
+		return err
+	}
+	t, err := tasks.Get(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	p := &taskPage{T: t, Inbox: decodeMessages(t.Inbox), InboxNext: decodeMessages(t.InboxNext)}
+	if p.Children, p.ChildCounts, err = childList(ctx, tx, id, maxChildren); err != nil {
+		return err
+	}
+	for s, n := range p.ChildCounts {
+		p.Total += n
+		if tasks.Status(s).Ended() {
+			p.Ended += n
+		}
+	}
+	history, err := tasks.History(ctx, tx, id, tasks.HistoryOptions{Last: maxHistory})
+	if err != nil {
+		return err
+	}
+	ids := []tasks.ID{t.ClaimedBy}
+	for _, h := range history {
+		ids = append(ids, h.Executor)
+	}
+	execs, err := executorsByID(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	if e, ok := execs[t.ClaimedBy]; ok && !t.ClaimedBy.IsZero() {
+		p.Holder = &e
+	}
+	for i := len(history) - 1; i >= 0; i-- {
+		h := historyEntry{HistoryEntry: history[i]}
+		if e, ok := execs[h.Executor]; ok {
+			h.Host = fmt.Sprintf("%s pid %d", e.Host, e.PID)
+		}
+		if h.ClaimedAt != nil {
+			h.Took = h.FinishedAt.Sub(*h.ClaimedAt)
+		}
+		if len(h.Message) > 0 {
+			h.Dropped = prettyJSON(h.Message)
+		}
+		p.History = append(p.History, h)
+	}
+	v.Title, v.P = string(t.Type)+" "+id.String()+" · corotask", p
+	return nil
+}
+
+// digest names a stored message by its content (which holds its sender and
+// the time it was sent).
+func digest(raw json.RawMessage) string {
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:12])
+}

@@ -1,0 +1,218 @@
+package ui
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/corotask/corotask/tasks"
+)
+
+//go:embed templates static
+var assets embed.FS
+
+// templates holds one template set per page: the layout and the page's own
+// file. Each page file defines "content" (the whole page body) and "live"
+// (the part that live updates replace).
+type templates struct {
+	byPage map[string]*template.Template
+}
+
+func parseTemplates() (*templates, error) {
+	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("ui: parse layout: %w", err)
+	}
+	files, err := fs.Glob(assets, "templates/page_*.html")
+	if err != nil {
+		return nil, fmt.Errorf("ui: templates: %w", err)
+	}
+	t := &templates{byPage: make(map[string]*template.Template)}
+	for _, f := range files {
+		name := strings.TrimSuffix(strings.TrimPrefix(f, "templates/page_"), ".html")
+		clone, err := layout.Clone()
+		if err != nil {
+			return nil, fmt.Errorf("ui: templates: %w", err)
+		}
+		if t.byPage[name], err = clone.ParseFS(assets, f); err != nil {
+			return nil, fmt.Errorf("ui: parse %s: %w", f, err)
+		}
+	}
+	return t, nil
+}
+
+// render executes the named template ("layout.html" for a whole page,
+// "live" for the part live updates replace) of page.
+func (t *templates) render(page, name string, v *view) ([]byte, error) {
+	tmpl := t.byPage[page]
+	if tmpl == nil {
+		return nil, fmt.Errorf("ui: no page %q", page)
+	}
+	var b bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&b, name, v); err != nil {
+		return nil, fmt.Errorf("ui: render %s: %w", page, err)
+	}
+	return b.Bytes(), nil
+}
+
+var funcs = template.FuncMap{
+	"json":     prettyJSON,
+	"short":    shortText,
+	"statuses": func() []tasks.Status { return tasks.Statuses },
+	"ended":    func(s string) bool { return tasks.Status(s).Ended() },
+	"add":      func(a, b int) int { return a + b },
+	"pct": func(n, total int64) int64 {
+		if total == 0 {
+			return 0
+		}
+		return 100 * n / total
+	},
+	"bar":    sparkBar,
+	"rowsOf": func(v *view, rows []taskRow) rowsView { return rowsView{V: v, Rows: rows} },
+	"num":    formatCount,
+	"len64":  func(rows []taskRow) int64 { return int64(len(rows)) },
+	"msgsOf": func(v *view, msgs []message, task tasks.ID, drop bool) msgsView {
+		return msgsView{V: v, Msgs: msgs, Task: task, Drop: drop}
+	},
+	"execsOf": func(v *view, execs []tasks.Executor) execsView { return execsView{V: v, Execs: execs} },
+	"nodeOf":  func(v *view, n *treeNode) nodeView { return nodeView{V: v, N: n} },
+	"fanin":   fanIn,
+}
+
+// prettyJSON indents a JSON value, or returns "" for none.
+func prettyJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// shortText cuts s to n characters, on one line.
+func shortText(n int, s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// formatCount prints n with thousands separators: 1,234,567.
+func formatCount(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// relative describes t relative to now: "in 5s", "3m10s ago", "now", or
+// "" for none.
+func relative(t *time.Time, now time.Time) string {
+	if t == nil || t.IsZero() {
+		return ""
+	}
+	d := t.Sub(now)
+	switch {
+	case d >= time.Second:
+		return "in " + shortDuration(d)
+	case d <= -time.Second:
+		return shortDuration(-d) + " ago"
+	default:
+		return "now"
+	}
+}
+
+// shortDuration prints d (positive) with at most two units.
+func shortDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	two := func(big time.Duration, bn string, small time.Duration, sn string) string {
+		if r := (d % big) / small; r != 0 {
+			return fmt.Sprintf("%d%s%d%s", d/big, bn, r, sn)
+		}
+		return fmt.Sprintf("%d%s", d/big, bn)
+	}
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d/time.Millisecond)
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", d/time.Second)
+	case d < time.Hour:
+		return two(time.Minute, "m", time.Second, "s")
+	case d < day:
+		return two(time.Hour, "h", time.Minute, "m")
+	default:
+		return two(day, "d", time.Hour, "h")
+	}
+}
+
+// rowsView is what the "rows" template (a table of tasks) gets.
+type rowsView struct {
+	V    *view
+	Rows []taskRow
+}
+
+// bar is one bar of a sparkline 24 pixels high, 10 pixels per bucket.
+type bar struct{ X, Y, H int64 }
+
+// sparkBar returns the bar of bucket i, of n tasks, scaled to the largest
+// of buckets.
+func sparkBar(i int, n int64, buckets [12]int64) bar {
+	var top int64
+	for _, b := range buckets {
+		top = max(top, b)
+	}
+	h := int64(0)
+	if top > 0 && n > 0 {
+		h = max(1, 24*n/top)
+	}
+	return bar{X: int64(i) * 10, Y: 24 - h, H: h}
+}
+
+// msgsView is what the "messages" template gets.
+type msgsView struct {
+	V    *view
+	Msgs []message
+	Task tasks.ID
+	Drop bool // offer to drop each message
+}
+
+// execsView is what the "executors" template gets.
+type execsView struct {
+	V     *view
+	Execs []tasks.Executor
+}
+
+// nodeView is what the "node" template (one task of a tree) gets.
+type nodeView struct {
+	V *view
+	N *treeNode
+}
+
+// fanInProgress is how many of a task's children have ended.
+type fanInProgress struct{ Ended, Total int }
+
+func fanIn(n *treeNode) fanInProgress {
+	p := fanInProgress{Total: len(n.Children)}
+	for _, c := range n.Children {
+		if tasks.Status(c.Status).Ended() {
+			p.Ended++
+		}
+	}
+	return p
+}

@@ -1,0 +1,59 @@
+package ui_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/tasks"
+	"github.com/corotask/corotask/ui"
+)
+
+// The UI writes corotask.status out (so that counts over many rows read the
+// executors once): the two must agree on every status.
+func TestStatusExpressionMatchesTheDatabase(t *testing.T) {
+	t.Parallel()
+	db := testdb.Tx(t)
+	ctx := context.Background()
+	for _, registered := range []bool{false, true} {
+		if registered {
+			_, err := db.Exec(ctx, `INSERT INTO corotask.executors (executor_id, host, pid, version, task_types, concurrency, expires_at)
+				VALUES (gen_random_uuid(), 'h', 1, 'v', '{served}', 1, now() + interval '1 hour'),
+				       (gen_random_uuid(), 'h', 2, 'v', '{gone}', 1, now() - interval '1 hour')`)
+			require.NoError(t, err)
+		}
+		for _, sql := range []string{
+			`INSERT INTO corotask.tasks (task_id, task_type) VALUES (gen_random_uuid(), 'served'), (gen_random_uuid(), 'gone'), (gen_random_uuid(), 'other')`,
+			`INSERT INTO corotask.tasks (task_id, task_type, wake_at) VALUES (gen_random_uuid(), 'served', now() + interval '1 hour')`,
+			`INSERT INTO corotask.tasks (task_id, task_type, wake_at, failures) VALUES (gen_random_uuid(), 'served', now() + interval '1 hour', 2)`,
+			`INSERT INTO corotask.tasks (task_id, task_type, wake_at) VALUES (gen_random_uuid(), 'served', NULL)`,
+			`INSERT INTO corotask.tasks (task_id, task_type, claim, heartbeat, claim_expires_at) VALUES
+				(gen_random_uuid(), 'served', gen_random_uuid(), now(), now() + interval '1 hour'),
+				(gen_random_uuid(), 'served', gen_random_uuid(), now(), now() - interval '1 hour')`,
+			`INSERT INTO corotask.tasks (task_id, task_type, wake_at, done_at, outcome) VALUES
+				(gen_random_uuid(), 'served', NULL, now(), 'done'), (gen_random_uuid(), 'served', NULL, now(), 'failed'),
+				(gen_random_uuid(), 'served', NULL, now(), 'canceled')`,
+		} {
+			_, err := db.Exec(ctx, sql)
+			require.NoError(t, err)
+		}
+		rows, err := db.Query(ctx, ui.StatusSQL)
+		require.NoError(t, err)
+		seen := map[string]bool{}
+		for rows.Next() {
+			var id tasks.ID
+			var ours, theirs string
+			require.NoError(t, rows.Scan(&id, &ours, &theirs))
+			require.Equal(t, theirs, ours, "task %s", id)
+			seen[ours] = true
+		}
+		require.NoError(t, rows.Err())
+		if registered {
+			for _, s := range tasks.Statuses {
+				require.True(t, seen[string(s)], "no task was %s", s)
+			}
+		}
+	}
+}
