@@ -295,9 +295,10 @@ func TestClaimTakenOverAndHeartbeatMetrics(t *testing.T) {
 	telA, telB := newTelemetry(t, otelcorotask.Config{}), newTelemetry(t, otelcorotask.Config{})
 
 	cfgA := config()
-	// A renews every 3 seconds; its claim on job is expired by hand below,
-	// right after a renewal, as if A had stalled.
-	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 20*time.Second, 3*time.Second
+	// A renews every 2 seconds; its claim on job is expired by hand below,
+	// right after a renewal, as if A had stalled: B, which looks for expired
+	// claims every 50ms, takes it over long before A's next renewal.
+	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 20*time.Second, 2*time.Second
 	cfgA.Hooks = telA.hooks
 	a := executor.New(testdb.Pool(t, url), cfgA)
 	aEntered := make(chan struct{})
