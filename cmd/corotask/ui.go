@@ -93,6 +93,8 @@ corotask ui --addr 127.0.0.1:9000 --read-only
 			var handler http.Handler = h
 			if creds != "" {
 				handler = basicAuth(handler, user, password)
+			} else {
+				handler = loopbackHostOnly(handler)
 			}
 			if *prefix != "" {
 				mux := http.NewServeMux()
@@ -141,6 +143,25 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackHostOnly refuses requests whose Host is not a loopback name or
+// address. Served on loopback without authentication, the UI must not answer
+// a page whose own host name an attacker made resolve to 127.0.0.1 (DNS
+// rebinding): the browser would take that page for the UI's origin, and let
+// it read the UI and post its forms.
+func loopbackHostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host // no port
+		}
+		if !isLoopback(strings.Trim(host, "[]")) {
+			http.Error(w, "corotask ui: refused: the Host header is not a loopback address (serve with --auth to reach it by another name)", http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // basicAuth requires HTTP basic authentication as user and password.

@@ -90,6 +90,37 @@ func TestUIServes(t *testing.T) {
 	require.Contains(t, body, `name="csrf"`)
 }
 
+// Served on loopback without authentication, the UI answers only requests
+// addressed to a loopback name: a page whose host name was made to resolve to
+// 127.0.0.1 (DNS rebinding) cannot read it nor post its forms.
+func TestUIRefusesOtherHostsWithoutAuth(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	id := c.create("--type", "ui.test")
+	url := startUI(t, nil, "--database-url", c.url)
+	for _, host := range []string{"attacker.example:8080", "attacker.example", "10.1.2.3:8080"} {
+		req, err := http.NewRequest(http.MethodGet, url+"tasks/"+id.String(), nil)
+		require.NoError(t, err)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode, host)
+		require.NotContains(t, string(b), `name="csrf"`, host)
+	}
+	for _, host := range []string{"localhost:8080", "127.0.0.1", "[::1]:8080"} {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		require.NoError(t, err)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, host)
+	}
+}
+
 func TestUIReadOnlyAndPrefix(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
