@@ -260,7 +260,11 @@ func (e *Executor) retry(pctx context.Context, c *claimed, write func() error) e
 //     errors raised by user code (class P0: RAISE EXCEPTION, ASSERT),
 //     cardinality violations (21), features not supported (0A), values past
 //     a program limit (54), errors of external and SQL routines (38, 39, 2F),
-//     and WITH CHECK OPTION violations (44);
+//     WITH CHECK OPTION violations (44), and invalid transaction states
+//     (class 25, but for 25006 and the session timeouts 25P03, 25P04): an
+//     OnCommit function that went on after a statement of its own failed
+//     leaves the transaction aborted (25P02), and so does a commit that
+//     became a rollback (pgx.ErrTxCommitRollback);
 //   - a panic, or an error an OnCommit function returned that is not a
 //     database error.
 //
@@ -276,7 +280,7 @@ func transient(err error) bool {
 		return false
 	}
 	var p *PanicError
-	if errors.As(err, &p) {
+	if errors.As(err, &p) || errors.Is(err, pgx.ErrTxCommitRollback) {
 		return false
 	}
 	var pgErr *pgconn.PgError
@@ -303,6 +307,10 @@ func permanentSQLState(code string) bool {
 	switch code[:2] {
 	case "CT", "0A", "21", "22", "23", "2F", "38", "39", "42", "44", "54", "P0":
 		return true
+	case "25":
+		// A read-only server after a failover, or a session timeout, may
+		// be gone at the next try; an aborted transaction is the code's.
+		return code != "25006" && code != "25P03" && code != "25P04"
 	}
 	return false
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -149,4 +150,31 @@ func TestPermanentCommitErrorsFailThePoll(t *testing.T) {
 			require.Empty(t, task.State, "nothing of the poll was committed")
 		})
 	}
+}
+
+// An OnCommit that ignores the error of one of its statements and goes on
+// writing gets 25P02 (the transaction is aborted): its own fault, so the poll
+// fails at once instead of the commit being retried.
+func TestOnCommitOnAnAbortedTransactionFailsThePoll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	e := executor.New(db, fastConfig(t))
+	var onCommits atomic.Int32
+	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		t.OnCommit(func(ctx context.Context, tx pgx.Tx) error {
+			onCommits.Add(1)
+			_, _ = tx.Exec(ctx, `SELECT 1/0`) // its error ignored, by mistake
+			_, err := tx.Exec(ctx, `SELECT 1`)
+			return err
+		})
+		return executor.Sleep(time.Hour), nil
+	}))
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "job"})
+	require.NoError(t, err)
+	start(t, e)
+	task := waitStatus(t, db, id, tasks.StatusRetrying)
+	require.Equal(t, 1, task.Failures)
+	require.Contains(t, task.LastError, "25P02")
+	require.Equal(t, int32(1), onCommits.Load(), "not retried")
 }
