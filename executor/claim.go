@@ -19,7 +19,11 @@ type claimRequest struct {
 	capped []string // types with a cap and free slots ...
 	caps   []int32  // ... and how many each may take
 	all    []string // every type with a free slot (for stale claims)
-	stale  bool     // look for stale claims too
+	stale  bool     // look for stale claims too ...
+	// ... but not of the tasks this executor is polling: a poll that
+	// ignores its context after its claim expired would have its task
+	// taken back, given back and taken again at every search.
+	polling []tasks.ID
 }
 
 // request computes what the next claim may take from the free slots.
@@ -53,6 +57,11 @@ func (e *Executor) request() claimRequest {
 	// PollInterval rather than at every claim.
 	if now := time.Now(); now.Sub(e.lastStaleCheck) >= e.cfg.PollInterval {
 		r.stale, e.lastStaleCheck = true, now
+		for id, f := range e.inflight {
+			if !f.settling {
+				r.polling = append(r.polling, id)
+			}
+		}
 	}
 	return r
 }
@@ -71,7 +80,7 @@ func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	b.Queue("BEGIN")
 	b.Queue(genericPlan)
 	b.Queue(claimSQL[req.stale], req.open, req.total, req.capped, req.caps,
-		e.cfg.HeartbeatTimeout.Seconds(), req.all, e.id)
+		e.cfg.HeartbeatTimeout.Seconds(), req.all, e.id, req.polling)
 	b.Queue("COMMIT")
 	br := e.pool.SendBatch(ctx, b)
 	out, takenOver, next, err := readClaim(br, at)
@@ -193,8 +202,8 @@ const genericPlan = "SELECT set_config('plan_cache_mode', 'force_generic_plan', 
 // for stale claims. It claims, in one statement, up to $2 tasks: ready tasks
 // of the uncapped types $1 (oldest wake_at first), ready tasks of each capped
 // type $3 up to its free slots $4, and, with the search, tasks of any type $6
-// whose claim expired (their executor died or stalled), each capped type
-// still within its free slots. A claimed task gets a fresh claim token that
+// whose claim expired (their executor died or stalled), but for the tasks $8
+// this executor is polling, each capped type still within its free slots. A claimed task gets a fresh claim token that
 // expires in $5 seconds unless renewed, and any inbox_next a dead poll left
 // joins its inbox; a task taken over from an expired claim has that attempt
 // counted as a failure. The claim raises the task's attempt number and
@@ -228,12 +237,13 @@ const staleCTE = `stale AS (
     SELECT task_id, task_type, attempts, claimed_by, claimed_at FROM corotask.tasks
     WHERE claim IS NOT NULL AND claim_expires_at < now()
       AND done_at IS NULL AND task_type = ANY($6::text[])
+      AND task_id <> ALL (coalesce($8::uuid[], '{}'))
     ORDER BY claim_expires_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 )`
 
-const noStaleCTE = `stale AS (SELECT NULL::uuid AS task_id, NULL::text AS task_type WHERE false)`
+const noStaleCTE = `stale AS (SELECT NULL::uuid AS task_id, NULL::text AS task_type WHERE false AND $8::uuid[] IS NULL)`
 
 // plainPick takes ready tasks only: each capped type is within its free
 // slots already.
