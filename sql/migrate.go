@@ -189,7 +189,10 @@ const bookkeeping = `CREATE SCHEMA IF NOT EXISTS corotask;
 		name       text        PRIMARY KEY,
 		checksum   text        NOT NULL,
 		applied_at timestamptz NOT NULL DEFAULT now()
-	)`
+	);
+	-- The functionsRelease of the build that applied the file; 0 before it
+	-- was recorded.
+	ALTER TABLE corotask.function_files ADD COLUMN IF NOT EXISTS release integer NOT NULL DEFAULT 0`
 
 type appliedMigration struct {
 	Version  int32
@@ -250,6 +253,14 @@ func applyMigrations(ctx context.Context, tx pgx.Tx, all []Migration) ([]Migrati
 // applyFunctions applies the function files whose contents differ from those
 // recorded (every one when all is set), and returns them.
 func applyFunctions(ctx context.Context, tx pgx.Tx, files []FunctionFile, all bool) ([]FunctionFile, error) {
+	var newest int
+	if err := tx.QueryRow(ctx, "SELECT coalesce(max(release), 0) FROM corotask.function_files").Scan(&newest); err != nil {
+		return nil, fmt.Errorf("read applied function files: %w", err)
+	}
+	if newest > functionsRelease {
+		// A newer build applied its functions: keep them (see functionsRelease).
+		return nil, nil
+	}
 	rows, err := tx.Query(ctx, "SELECT name, checksum FROM corotask.function_files")
 	if err != nil {
 		return nil, fmt.Errorf("read applied function files: %w", err)
@@ -271,8 +282,9 @@ func applyFunctions(ctx context.Context, tx pgx.Tx, files []FunctionFile, all bo
 		if _, err := tx.Exec(ctx, f.SQL); err != nil {
 			return nil, fmt.Errorf("apply function file %s: %w", f.Name, err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO corotask.function_files (name, checksum) VALUES ($1, $2)
-			ON CONFLICT (name) DO UPDATE SET checksum = excluded.checksum, applied_at = now()`, f.Name, f.Checksum()); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO corotask.function_files (name, checksum, release) VALUES ($1, $2, $3)
+			ON CONFLICT (name) DO UPDATE SET checksum = excluded.checksum, release = excluded.release, applied_at = now()`,
+			f.Name, f.Checksum(), functionsRelease); err != nil {
 			return nil, fmt.Errorf("record function file %s: %w", f.Name, err)
 		}
 		applied = append(applied, f)

@@ -83,3 +83,25 @@ func TestMigrateRefusesAnEditedMigration(t *testing.T) {
 	require.ErrorContains(t, err, "0001_init.sql")
 	require.ErrorContains(t, err, "different contents")
 }
+
+// An older build (a rolling deploy: it starts after a newer one) keeps the
+// newer build's functions rather than putting its own back.
+func TestOlderBuildKeepsNewerFunctions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Pool(t, testdb.EmptyURL(t))
+	require.NoError(t, corosql.Migrate(ctx, db))
+	// What a newer build's Migrate leaves: a changed function, recorded with
+	// a later release.
+	_, err := db.Exec(ctx, `CREATE OR REPLACE FUNCTION corotask.max_message_bytes() RETURNS integer
+		LANGUAGE sql IMMUTABLE PARALLEL SAFE AS 'SELECT 4194304';
+		UPDATE corotask.function_files SET checksum = 'newer', release = release + 1 WHERE name = 'api.sql'`)
+	require.NoError(t, err)
+
+	var r corosql.Report
+	require.NoError(t, corosql.Migrate(ctx, db, corosql.Reporting(&r)))
+	require.Empty(t, r.Functions)
+	var limit int
+	require.NoError(t, db.QueryRow(ctx, `SELECT corotask.max_message_bytes()`).Scan(&limit))
+	require.Equal(t, 4194304, limit, "the newer build's function is kept")
+}

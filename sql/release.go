@@ -1,0 +1,14 @@
+package sql
+
+// functionsRelease numbers the contents of sql/functions. Raise it, and set
+// functionsSum to what TestFunctionsReleaseFollowsTheFiles prints, whenever a
+// function file changes. A database records the release its functions come
+// from, and Migrate never replaces them with an older release's: in a rolling
+// deploy, an older build that starts after a newer one keeps the newer
+// functions (a function's signature never changes without a migration, which
+// an older build refuses, so they serve it too).
+const functionsRelease = 1
+
+// functionsSum is the SHA-256 of the function files of functionsRelease (see
+// functionsChecksum).
+const functionsSum = "ecf30838e7fbcd8369cdb1ed0c31edc282ee2cc1b9328138a670d00a34c010f5"
