@@ -12,6 +12,7 @@ import (
 
 	"github.com/corotask/corotask/inbox"
 	"github.com/corotask/corotask/tasks"
+	"github.com/jackc/pgx/v5"
 )
 
 // maxFormBytes bounds the body of an action's form: a message of
@@ -52,16 +53,23 @@ func (h *Handler) actions() []action {
 		{name: "drop", check: checkDrop, do: func(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
 			// The position is checked again against the message the form
 			// named: a poll may have taken messages since the page was read.
-			t, err := tasks.Get(ctx, h.cfg.Pool, id)
-			if err != nil {
+			// The row is locked from that check to the drop, so that no
+			// commit moves another message into the position between them.
+			return pgx.BeginFunc(ctx, h.cfg.Pool, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(ctx, `SELECT 1 FROM corotask.tasks WHERE task_id = $1 FOR UPDATE`, id); err != nil {
+					return err
+				}
+				t, err := tasks.Get(ctx, tx, id)
+				if err != nil {
+					return err
+				}
+				if _, err := checkDrop(r, t); err != nil {
+					return err
+				}
+				pos, _ := dropPosition(r)
+				_, err = tasks.DropMessage(ctx, tx, id, pos)
 				return err
-			}
-			if _, err := checkDrop(r, t); err != nil {
-				return err
-			}
-			pos, _ := dropPosition(r)
-			_, err = tasks.DropMessage(ctx, h.cfg.Pool, id, pos)
-			return err
+			})
 		}},
 	}
 }
