@@ -398,3 +398,25 @@ func TestOperatorRoleGrants(t *testing.T) {
 	require.NoError(t, tasks.Cancel(ctx, fixer, id))
 	require.ErrorIs(t, tasks.Restart(ctx, fixer, id), tasks.ErrWrongStatus, "canceled, not failed: refused, not denied")
 }
+
+// A failed child whose parent has ended is not restarted: it would live under
+// an ended parent, with nobody to tell and out of reach of a cancel.
+func TestRestartRefusesAChildOfAnEndedParent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Tx(t)
+	parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "parent"})
+	require.NoError(t, err)
+	kid, err := tasks.Create(ctx, db, tasks.Spec{Type: "kid", Parent: parent})
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET done_at = now(), outcome = 'failed', wake_at = NULL, failures = 3 WHERE task_id = $1`, kid)
+	require.NoError(t, err)
+	require.NoError(t, tasks.Cancel(ctx, db, parent))
+
+	err = tasks.Restart(ctx, db, kid)
+	require.ErrorIs(t, err, tasks.ErrWrongStatus)
+	require.ErrorContains(t, err, "parent")
+	task, err := tasks.Get(ctx, db, kid)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StatusFailed, task.Status, "left as it was")
+}

@@ -7,8 +7,8 @@ package sql
 // deploy, an older build that starts after a newer one keeps the newer
 // functions (a function's signature never changes without a migration, which
 // an older build refuses, so they serve it too).
-const functionsRelease = 1
+const functionsRelease = 2
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "ecf30838e7fbcd8369cdb1ed0c31edc282ee2cc1b9328138a670d00a34c010f5"
+const functionsSum = "4186302c32bb40f18ef1d16e7656c7d20267e416e8d04347ce69cd572eb7ded7"

@@ -108,6 +108,15 @@ BEGIN
             USING ERRCODE = 'CT422', DETAIL = 'task ' || p_task,
                   HINT = 'it is ' || corotask.status(t) || ': only a failed task can be restarted';
     END IF;
+    -- A child lives only under a live parent (as create_tasks demands): one
+    -- whose parent has ended would have nobody to tell, nor be reached by
+    -- a cancel of its tree.
+    IF t.parent_id IS NOT NULL AND EXISTS (
+        SELECT 1 FROM corotask.tasks p WHERE p.task_id = t.parent_id AND p.done_at IS NOT NULL) THEN
+        RAISE EXCEPTION 'corotask: task % has a parent that has ended', p_task
+            USING ERRCODE = 'CT422', DETAIL = 'task ' || p_task,
+                  HINT = 'its parent ' || t.parent_id || ' has ended: restart the parent first, or create a new task';
+    END IF;
     UPDATE corotask.tasks SET done_at = NULL, outcome = NULL, result = NULL, wake_at = now(),
         failures = 0, attempts = attempts + 1
     WHERE task_id = p_task RETURNING * INTO t;
