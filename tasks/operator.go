@@ -33,10 +33,10 @@ func ResetFailures(ctx context.Context, db DB, id ID) error {
 // Restart brings a failed task back to life: ready now, with its last
 // committed state, its inbox and no failures. Its parent already received
 // the completion message saying it failed and is not told of the restart;
-// when the task ends again, the parent (if alive) receives another
-// completion message, so a parent that fans in must expect one completion
-// per end of a child. It fails with ErrNotFound, ErrRunning, or
-// ErrWrongStatus for a task that has not failed.
+// when the task ends again, the parent receives another completion message,
+// so a parent that fans in must expect one completion per end of a child.
+// It fails with ErrNotFound, ErrRunning, or ErrWrongStatus for a task that
+// has not failed or whose parent has ended.
 func Restart(ctx context.Context, db DB, id ID) error {
 	return operate(ctx, db, "restart", `SELECT corotask.restart_task($1)`, id)
 }

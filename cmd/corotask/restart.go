@@ -17,8 +17,8 @@ var restartCmd = &command{
 	help: `Restart task TASK, which failed for good (its type's MaxFailures): it lives
 again, ready now, with its last committed state, its inbox, and no failures.
 Its parent was told of the failure and is not told of the restart; when the
-task ends again the parent, if alive, receives another completion message.
-Only a failed task can be restarted. The action is recorded in the task's
+task ends again the parent receives another completion message. Only a failed
+task whose parent (if any) is alive can be restarted. The action is recorded in the task's
 history with your database role.`,
 	example: `corotask restart 01JD7X3M5Q8R9S2T4V6W8Y0Z1A`,
 	flags: func(fs *flag.FlagSet) runFunc {
