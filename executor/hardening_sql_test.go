@@ -347,7 +347,7 @@ func TestReclaimRightAfterCommitIsNotATakeBack(t *testing.T) {
 	cfg.PollInterval = time.Hour // a task given back would not be polled again in time
 	cfg.Logger = slog.New(countingHandler{logger(t).Handler(), "took back a task", &takeBacks})
 	e := executor.New(db, cfg)
-	const polls = 300
+	const polls = 100
 	executor.Register(e, "yielder", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
 		if t.State++; t.State == polls {
 			return executor.Done(), nil
