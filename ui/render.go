@@ -8,7 +8,6 @@ import (
 	"html/template"
 	"io/fs"
 	"strings"
-	"time"
 
 	"github.com/corotask/corotask/tasks"
 )
@@ -119,46 +118,6 @@ func formatCount(n int64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
-}
-
-// relative describes t relative to now: "in 5s", "3m10s ago", "now", or
-// "" for none.
-func relative(t *time.Time, now time.Time) string {
-	if t == nil || t.IsZero() {
-		return ""
-	}
-	d := t.Sub(now)
-	switch {
-	case d >= time.Second:
-		return "in " + shortDuration(d)
-	case d <= -time.Second:
-		return shortDuration(-d) + " ago"
-	default:
-		return "now"
-	}
-}
-
-// shortDuration prints d (positive) with at most two units.
-func shortDuration(d time.Duration) string {
-	const day = 24 * time.Hour
-	two := func(big time.Duration, bn string, small time.Duration, sn string) string {
-		if r := (d % big) / small; r != 0 {
-			return fmt.Sprintf("%d%s%d%s", d/big, bn, r, sn)
-		}
-		return fmt.Sprintf("%d%s", d/big, bn)
-	}
-	switch {
-	case d < time.Second:
-		return fmt.Sprintf("%dms", d/time.Millisecond)
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", d/time.Second)
-	case d < time.Hour:
-		return two(time.Minute, "m", time.Second, "s")
-	case d < day:
-		return two(time.Hour, "h", time.Minute, "m")
-	default:
-		return two(day, "d", time.Hour, "h")
-	}
 }
 
 // rowsView is what the "rows" template (a table of tasks) gets.

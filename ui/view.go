@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/corotask/corotask/internal/database"
+	"github.com/corotask/corotask/internal/humantime"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -37,9 +38,9 @@ type view struct {
 func (v *view) Ago(t any) string {
 	switch t := t.(type) {
 	case time.Time:
-		return relative(&t, v.Now)
+		return humantime.Relative(&t, v.Now)
 	case *time.Time:
-		return relative(t, v.Now)
+		return humantime.Relative(t, v.Now)
 	}
 	return ""
 }
@@ -67,7 +68,7 @@ func (v *view) Dur(d time.Duration) string {
 	if d <= 0 {
 		return "0s"
 	}
-	return shortDuration(d)
+	return humantime.Duration(d)
 }
 
 // page reads what a page shows.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corotask/corotask/internal/envelope"
+	"github.com/corotask/corotask/internal/humantime"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -94,42 +96,7 @@ func writeJSON(w io.Writer, v any) error {
 // relative describes t relative to now for people: "in 5s", "3m10s ago",
 // "now", or "-" for the zero time or nil.
 func relative(t *time.Time, now time.Time) string {
-	if t == nil || t.IsZero() {
-		return "-"
-	}
-	d := t.Sub(now)
-	switch {
-	case d >= time.Second:
-		return "in " + shortDuration(d)
-	case d <= -time.Second:
-		return shortDuration(-d) + " ago"
-	default:
-		return "now"
-	}
-}
-
-// shortDuration prints d (positive) with at most two units: "5s", "3m10s",
-// "2h5m", "3d4h".
-func shortDuration(d time.Duration) string {
-	const day = 24 * time.Hour
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", d/time.Second)
-	case d < time.Hour:
-		return twoUnits(d, time.Minute, "m", time.Second, "s")
-	case d < day:
-		return twoUnits(d, time.Hour, "h", time.Minute, "m")
-	default:
-		return twoUnits(d, day, "d", time.Hour, "h")
-	}
-}
-
-func twoUnits(d, big time.Duration, bigName string, small time.Duration, smallName string) string {
-	n, rest := d/big, (d%big)/small
-	if rest == 0 {
-		return fmt.Sprintf("%d%s", n, bigName)
-	}
-	return fmt.Sprintf("%d%s%d%s", n, bigName, rest, smallName)
+	return cmp.Or(humantime.Relative(t, now), "-")
 }
 
 // timestamp prints t in RFC 3339 (UTC, to the second) with its relative

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/corotask/corotask/internal/humantime"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -71,7 +72,7 @@ corotask stats --json | jq '.[] | select(.oldest_ready_sec > 60) | .type'`,
 				}
 				oldest := "-"
 				if s.OldestReady > 0 {
-					oldest = shortDuration(s.OldestReady)
+					oldest = humantime.Duration(s.OldestReady)
 				}
 				fmt.Fprintln(tw, oldest)
 			}
