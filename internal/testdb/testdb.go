@@ -195,17 +195,33 @@ func WithDatabase(t testing.TB, rawURL, name string) string {
 }
 
 // template makes (once per server and migration set) a database holding the
-// current migrations and returns its name. Concurrent test processes take
-// turns through an advisory lock.
+// current migrations and returns its name.
 func template(admin string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	hash, err := migrationsHash()
 	if err != nil {
 		return "", err
 	}
-	name := "corotask_tmpl_" + hash
+	return lastingDatabase(admin, "corotask_tmpl_"+hash, func(ctx context.Context, conn *pgx.Conn, building string) error {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+building); err != nil {
+			return err
+		}
+		tc, err := pgx.Connect(ctx, onDatabase(admin, building))
+		if err != nil {
+			return err
+		}
+		defer tc.Close(context.Background())
+		return corosql.Migrate(ctx, tc)
+	})
+}
 
+// lastingDatabase returns the database name on the server at admin, made by
+// build (into the database it is told, renamed to name only when complete,
+// so that a crash never leaves a half-made one) unless it exists already.
+// Such databases stay for later runs; concurrent test processes take turns
+// through an advisory lock.
+func lastingDatabase(admin, name string, build func(ctx context.Context, conn *pgx.Conn, building string) error) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
 		return "", fmt.Errorf("connect: %w", err)
@@ -217,38 +233,26 @@ func template(admin string) (string, error) {
 	defer conn.Exec(context.Background(), "SELECT pg_advisory_unlock(7261457)") //nolint:errcheck
 	var exists bool
 	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		return "", fmt.Errorf("look for template: %w", err)
+		return "", fmt.Errorf("look for database %s: %w", name, err)
 	}
-	if exists {
-		return name, markUsed(ctx, conn, name)
-	}
-	building := name + "_new"
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)"); err != nil {
-		return "", err
-	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+building); err != nil {
-		return "", err
-	}
-	tc, err := pgx.Connect(ctx, onDatabase(admin, building))
-	if err != nil {
-		return "", err
-	}
-	err = corosql.Migrate(ctx, tc)
-	tc.Close(context.Background())
-	if err != nil {
-		return "", err
-	}
-	// Renamed only when complete, so a crash never leaves a half-made template.
-	if _, err := conn.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
-		return "", err
+	if !exists {
+		building := name + "_new"
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)"); err != nil {
+			return "", err
+		}
+		if err := build(ctx, conn, building); err != nil {
+			return "", fmt.Errorf("make database %s: %w", name, err)
+		}
+		if _, err := conn.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
+			return "", err
+		}
 	}
 	return name, markUsed(ctx, conn, name)
 }
 
-// migrationsHash names the current migration set, so that templates (and
-// shared databases) made from other migrations are never used.
-// migrationsHash identifies everything Migrate applies: the migrations and the
-// function files, so that a changed function never runs on a stale template.
+// migrationsHash identifies everything Migrate applies, the migrations and
+// the function files, so that templates (and shared databases) made from
+// others are never used: a changed function never runs on a stale template.
 func migrationsHash() (string, error) {
 	migs, err := corosql.Migrations()
 	if err != nil {

@@ -89,36 +89,10 @@ func sharedDatabase(admin string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	name := "corotask_shared_" + hash
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return "", fmt.Errorf("connect: %w", err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(7261457)"); err != nil {
-		return "", fmt.Errorf("lock: %w", err)
-	}
-	defer conn.Exec(context.Background(), "SELECT pg_advisory_unlock(7261457)") //nolint:errcheck
-	var exists bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		return "", fmt.Errorf("look for shared database: %w", err)
-	}
-	if exists {
-		return name, markUsed(ctx, conn, name)
-	}
-	building := name + "_new"
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)"); err != nil {
-		return "", err
-	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+building+" TEMPLATE "+tmpl); err != nil {
-		return "", fmt.Errorf("create shared database: %w", err)
-	}
-	if _, err := conn.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
-		return "", err
-	}
-	return name, markUsed(ctx, conn, name)
+	return lastingDatabase(admin, "corotask_shared_"+hash, func(ctx context.Context, conn *pgx.Conn, building string) error {
+		_, err := conn.Exec(ctx, "CREATE DATABASE "+building+" TEMPLATE "+tmpl)
+		return err
+	})
 }
 
 // savepointTx is the transaction [Tx] returns: each statement run through it
