@@ -48,18 +48,12 @@ func (e *Executor) seen(ctx context.Context) error {
 // announce refreshes the executor's row every HeartbeatInterval until ctx
 // ends: one statement per interval.
 func (e *Executor) announce(ctx context.Context) {
-	t := time.NewTicker(e.cfg.HeartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, e.cfg.HeartbeatInterval, func(ctx context.Context) bool {
 		if err := e.seen(ctx); err != nil && ctx.Err() == nil {
 			e.log.Warn("corotask: refresh this executor's registration", "error", err)
 		}
-	}
+		return true
+	})
 }
 
 // deregister marks the executor's row stopped, at the end of a graceful

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"time"
 )
 
 // retentionBatch is how many ended tasks one DELETE removes, keeping each
@@ -13,21 +12,15 @@ const retentionBatch = 1000
 // RetentionInterval. Several executors may do it at once: SKIP LOCKED keeps
 // them from waiting on each other.
 func (e *Executor) retain(ctx context.Context) {
-	t := time.NewTicker(e.cfg.RetentionInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, e.cfg.RetentionInterval, func(ctx context.Context) bool {
 		n, err := e.DeleteExpired(ctx)
 		if err != nil && ctx.Err() == nil {
 			e.log.Warn("corotask: delete expired tasks", "error", err)
 		} else if n > 0 {
 			e.log.Debug("corotask: deleted expired tasks", "tasks", n)
 		}
-	}
+		return true
+	})
 }
 
 // DeleteExpired deletes tasks that ended more than Config.Retention ago, in

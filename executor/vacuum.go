@@ -21,27 +21,21 @@ const vacuumLockKey = 0x636f726f766163
 // and dead index entries behind, and claims slow down as they scan past
 // them; retention and the cap on each task's history delete history rows.
 func (e *Executor) vacuum(ctx context.Context) {
-	t := time.NewTicker(vacuumInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, vacuumInterval, func(ctx context.Context) bool {
 		done, err := e.VacuumIfNeeded(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) && pgErr.Code == "42501" {
 				e.log.Warn("corotask: autovacuum is off and this role may not vacuum corotask.tasks; vacuum it by other means or set Config.DisableVacuum", "error", err)
-				return
+				return false
 			}
 			e.log.Warn("corotask: vacuum", "error", err)
 		case done:
 			e.log.Debug("corotask: vacuumed corotask's tables (autovacuum is off)")
 		}
-	}
+		return true
+	})
 }
 
 // vacuumed are the tables VacuumIfNeeded looks after: the tasks, and their
