@@ -71,6 +71,8 @@ type Executor struct {
 
 type flight struct {
 	c        *claimed
+	h        handler
+	ctx      context.Context // the poll's, until hooks replace it
 	cancel   context.CancelCauseFunc
 	settling bool // the poll returned; its outcome is being committed
 }
@@ -330,31 +332,50 @@ func (e *Executor) start(pollBase context.Context, c *claimed) bool {
 	// written (the task was claimed without a takeover, so its claim was
 	// gone): its goroutine is only forgetting it, and leaves this claim be.
 	pctx, cancel := context.WithCancelCause(pollBase)
-	h := e.handlers[c.typ]
-	e.inflight[c.id] = &flight{c: c, cancel: cancel}
+	f := &flight{c: c, h: e.handlers[c.typ], ctx: pctx, cancel: cancel}
+	e.inflight[c.id] = f
 	e.polling++
 	e.perType[c.typ]++
 	e.mu.Unlock()
 	e.keeper.Add(heartbeat.Claim{Task: c.id, Token: c.claim}, c.claimedAt, cancel)
 	e.polls.Add(1)
-	go e.run(pctx, cancel, c, h)
+	go e.run(f)
 	return true
 }
 
-// run polls c and settles the outcome, in the poll's own goroutine. There
-// is one such goroutine per poll in flight, so its frames are kept small
-// (the outcome travels by pointer): they sit under the poller's own.
-func (e *Executor) run(pctx context.Context, cancel context.CancelCauseFunc, c *claimed, h handler) {
+// run polls f's task and settles the outcome, in the poll's own goroutine.
+// There is one such goroutine per poll in flight, and the frames of run and
+// of the handler sit under the poller's own for as long as it waits. They
+// are kept small (what comes before and after the poll is in functions of
+// its own, which return before the poll or are called after it) so that a
+// poller that waits on a channel or a timer fits in the 2 KB stack a
+// goroutine starts with: a stack that grew is never shrunk back while the
+// poll waits, and 10,000 polls in flight would hold twice the memory.
+func (e *Executor) run(f *flight) {
+	ctx := e.beginPoll(f)
+	out := f.h.poll(ctx, f.c)
+	e.endPoll(ctx, f, out)
+}
+
+// beginPoll returns the poll's context, as the hooks may have replaced it.
+//
+//go:noinline
+func (e *Executor) beginPoll(f *flight) context.Context {
+	return e.hooks.pollStart(f.ctx, f.c)
+}
+
+// endPoll settles the outcome of f's poll and forgets it.
+//
+//go:noinline
+func (e *Executor) endPoll(pctx context.Context, f *flight, out *outcome) {
 	defer e.polls.Done()
 	defer e.signal()
-	defer cancel(nil)
-	defer e.done(c)
-	pctx = e.hooks.pollStart(pctx, c)
-	out := h.poll(pctx, c)
-	e.hooks.pollReturned(c, out)
-	e.polled(c)
-	e.settle(pctx, c, out, h.options())
-	e.hooks.pollDone(pctx, c)
+	defer f.cancel(nil)
+	defer e.done(f.c)
+	e.hooks.pollReturned(f.c, out)
+	e.polled(f.c)
+	e.settle(pctx, f.c, out, f.h.options())
+	e.hooks.pollDone(pctx, f.c)
 }
 
 // giveBack releases claims this executor took but will not poll; their

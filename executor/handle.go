@@ -89,4 +89,4 @@ type Poll interface {
 	pollEffects() *effects
 }
 
-func (t *Task[S, M]) pollEffects() *effects { return &t.effects }
+func (t *Task[S, M]) pollEffects() *effects { return t.eff() }

@@ -99,7 +99,11 @@ func RegisterSafely[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts 
 	if o.backoffMin < 0 || o.backoffMax < 0 || o.backoffMin > o.backoffMax {
 		return Handle[S, M]{}, fmt.Errorf("register %s: Backoff(%s, %s): min and max must not be negative, and min must not exceed max", typ, o.backoffMin, o.backoffMax)
 	}
-	if err := e.register(typ, &typed[S, M]{p: p, opts: o}); err != nil {
+	h := &typed[S, M]{p: p, opts: o}
+	if fn, ok := p.(PollerFunc[S, M]); ok {
+		h.fn = fn
+	}
+	if err := e.register(typ, h); err != nil {
 		return Handle[S, M]{}, err
 	}
 	return Handle[S, M]{typ: typ}, nil
@@ -165,7 +169,10 @@ func recovered(where string, v any) *PanicError {
 }
 
 type typed[S, M any] struct {
-	p    Poller[S, M]
+	p Poller[S, M]
+	// fn is p when p is a PollerFunc, called directly: one frame less
+	// under the poller's (see Executor.run).
+	fn   PollerFunc[S, M]
 	opts typeOptions
 }
 
@@ -174,26 +181,60 @@ func (h *typed[S, M]) options() typeOptions { return h.opts }
 // poll decodes the task, polls it and encodes what it asked for. All three
 // run user code (UnmarshalJSON, Poll, MarshalJSON), so all three are inside
 // one recover: a panic is a failed poll, never the end of the process.
+// Decoding and encoding are in functions of their own, so that only this
+// small frame sits under the poller's while it runs (see Executor.run).
 func (h *typed[S, M]) poll(ctx context.Context, c *claimed) (out *outcome) {
-	defer func() {
-		if v := recover(); v != nil {
-			out = &outcome{err: recovered("poller", v)}
-		}
-	}()
-	t := &Task[S, M]{ID: c.id, Type: c.typ, Parent: c.parent, Failures: c.failures}
+	defer recoverPoll(&out)
+	t, out := h.decode(c)
+	if out != nil {
+		return out
+	}
+	var act Action
+	var err error
+	if h.fn != nil {
+		act, err = h.fn(ctx, t)
+	} else {
+		act, err = h.p.Poll(ctx, t)
+	}
+	return h.encode(t, &act, err, len(c.inbox))
+}
+
+// recoverPoll turns a panic in a poll into its failed outcome.
+func recoverPoll(out **outcome) {
+	if v := recover(); v != nil {
+		*out = &outcome{err: recovered("poller", v)}
+	}
+}
+
+// decode builds the poller's view of the claimed task: its state and inbox
+// decoded into S and M. A state that does not decode fails the poll (out).
+//
+//go:noinline
+func (h *typed[S, M]) decode(c *claimed) (t *Task[S, M], out *outcome) {
+	t = &Task[S, M]{ID: c.id, Type: c.typ, Parent: c.parent, Failures: c.failures}
 	if len(c.state) > 0 && string(c.state) != "null" {
 		if err := json.Unmarshal(c.state, &t.State); err != nil {
-			return &outcome{err: fmt.Errorf("task %s: state does not decode into %T: %w", c.id, t.State, err)}
+			return nil, &outcome{err: fmt.Errorf("task %s: state does not decode into %T: %w", c.id, t.State, err)}
 		}
 	}
-	in := inbox.Of(envelope.Decode[M](c.id, c.inbox)...)
-	t.Inbox = in
-	act, err := h.p.Poll(ctx, t)
+	t.Inbox = inbox.Of(envelope.Decode[M](c.id, c.inbox)...)
+	return t, nil
+}
+
+// encode turns what the poller returned into the outcome to commit.
+// claimedLen is the length of the inbox the poll was given: what it popped
+// leaves the stored inbox when it commits.
+//
+//go:noinline
+func (h *typed[S, M]) encode(t *Task[S, M], act *Action, err error, claimedLen int) *outcome {
 	if err != nil {
 		return &outcome{err: err}
 	}
-	// What the poll popped leaves the stored inbox when it commits.
-	return finish(t.ID, &act, t.State, len(c.inbox)-in.Len(), &t.effects)
+	eff := t.effects
+	if eff == nil {
+		eff = &effects{}
+	}
+	return finish(t.ID, act, t.State, claimedLen-t.Inbox.Len(), eff)
 }
 
 // finish validates and encodes what a successful poll asked for.

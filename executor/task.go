@@ -42,7 +42,17 @@ type Task[S, M any] struct {
 	// Failures is how many polls of this task failed in a row before this one.
 	Failures int
 
-	effects effects
+	// effects is allocated by the first effect asked for: most polls ask
+	// for none, and each poll in flight holds its Task.
+	effects *effects
+}
+
+// eff returns the poll's effects, allocating them on first use.
+func (t *Task[S, M]) eff() *effects {
+	if t.effects == nil {
+		t.effects = new(effects)
+	}
+	return t.effects
 }
 
 type effects struct {
@@ -63,7 +73,7 @@ type send struct {
 // completion message from it.
 func (t *Task[S, M]) Spawn(typ tasks.Type, state, msg any) tasks.ID {
 	id := tasks.NewID()
-	t.effects.spawn(id, typ, state, msg)
+	t.eff().spawn(id, typ, state, msg)
 	return id
 }
 
@@ -71,14 +81,15 @@ func (t *Task[S, M]) Spawn(typ tasks.Type, state, msg any) tasks.ID {
 // commits. Messages are sent in the order of the calls. Sending to a task that
 // does not exist or has ended fails the commit, and so the poll.
 func (t *Task[S, M]) Send(to tasks.ID, msg any) {
-	t.effects.send(to, msg)
+	t.eff().send(to, msg)
 }
 
 // OnCommit runs fn inside the poll's commit transaction, after the task's own
 // update: what fn writes is committed exactly once, together with the poll. An
 // error from fn fails the poll.
 func (t *Task[S, M]) OnCommit(fn func(ctx context.Context, tx pgx.Tx) error) {
-	t.effects.onCommit = append(t.effects.onCommit, fn)
+	e := t.eff()
+	e.onCommit = append(e.onCommit, fn)
 }
 
 func (e *effects) spawn(id tasks.ID, typ tasks.Type, state, msg any) {
