@@ -22,10 +22,10 @@ type showJSON struct {
 	Inbox     []messageJSON  `json:"inbox"`
 	InboxNext []messageJSON  `json:"inbox_next"`
 	Children  map[string]int `json:"children"`
-	History   []historyJSON  `json:"history"` // the last attempts, oldest first
+	History   []historyJSON  `json:"history"` // the last entries, oldest first
 }
 
-// showHistory is how many of its last attempts show prints.
+// showHistory is how many of the last entries of its history show prints.
 const showHistory = 5
 
 var showCmd = &command{
@@ -35,9 +35,9 @@ var showCmd = &command{
 	help: `Show everything about task TASK: its type, status and parent, its state as
 indented JSON, the messages in its inbox and inbox_next with when each was
 sent, the executor holding it and the age of its heartbeat, its failures and
-last error, its result, how many children it has in each status, and its last
-5 attempts (see 'corotask history'). With --json, print one JSON object (see
-docs/cli.md).`,
+last error, its result, how many children it has in each status, and the
+last 5 entries of its history (see 'corotask history'). With --json, print
+one JSON object (see docs/cli.md).`,
 	example: `corotask show 01JD7X3M5Q8R9S2T4V6W8Y0Z1A
 corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 	flags: func(fs *flag.FlagSet) runFunc {
@@ -178,9 +178,11 @@ func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []ta
 		fmt.Fprintln(w, "history: none")
 		return nil
 	case len(h) == showHistory && h[0].Attempt > 1:
-		fmt.Fprintf(w, "history: the last %d attempts ('corotask history %s' for all kept)\n", len(h), t.ID)
+		fmt.Fprintf(w, "history: the last %d entries ('corotask history %s' for all kept)\n", len(h), t.ID)
+	case len(h) == 1:
+		fmt.Fprintln(w, "history: 1 entry")
 	default:
-		fmt.Fprintf(w, "history: %s\n", plural(len(h), "attempt"))
+		fmt.Fprintf(w, "history: %d entries\n", len(h))
 	}
 	var b strings.Builder
 	if err := printHistory(&b, h, hosts, now); err != nil {
