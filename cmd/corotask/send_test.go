@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -123,4 +124,12 @@ func TestSendIsRecorded(t *testing.T) {
 
 	require.Len(t, c.show(ended).History, 1, "the cancel alone")
 	require.Regexp(t, `(?m)^history: 2 entries\n  ATTEMPT .*\n  0\.1 +operator +send `, c.ok("show", to.String()))
+
+	// show prints the last 5 entries, and says when there are more.
+	for i := range 4 {
+		c.ok("send", to.String(), strconv.Itoa(i))
+	}
+	require.Regexp(t, `(?m)^history: the last 5 entries \('corotask history `+to.String()+`' for all kept\)\n  ATTEMPT .*\n  0\.2 +operator +send `,
+		c.ok("show", to.String()))
+	require.Len(t, c.show(to).History, 5)
 }

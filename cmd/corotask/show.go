@@ -65,7 +65,8 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 				if children, err = countChildren(ctx, tx, id); err != nil {
 					return err
 				}
-				if h, err = tasks.History(ctx, tx, id, tasks.HistoryOptions{Last: showHistory}); err != nil {
+				// One more than shown, to know whether there are more.
+				if h, err = tasks.History(ctx, tx, id, tasks.HistoryOptions{Last: showHistory + 1}); err != nil {
 					return err
 				}
 				hosts, err = executorsByID(ctx, tx)
@@ -73,6 +74,10 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 			})
 			if err != nil {
 				return taskError(err)
+			}
+			more := len(h) > showHistory
+			if more {
+				h = h[1:]
 			}
 			if *asJSON {
 				out := showJSON{
@@ -90,7 +95,7 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 				}
 				return writeJSON(a.stdout, out)
 			}
-			return printTask(a.stdout, t, children, h, hosts, now)
+			return printTask(a.stdout, t, children, h, more, hosts, now)
 		}
 	},
 }
@@ -123,8 +128,9 @@ func decodeMessages(raw []json.RawMessage) []messageJSON {
 	return out
 }
 
-// printTask prints a task for people.
-func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []tasks.HistoryEntry,
+// printTask prints a task for people, with the last entries h of its
+// history (more: there are others before them).
+func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []tasks.HistoryEntry, more bool,
 	hosts map[tasks.ID]tasks.Executor, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
@@ -177,7 +183,7 @@ func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []ta
 	case len(h) == 0:
 		fmt.Fprintln(w, "history: none")
 		return nil
-	case len(h) == showHistory && h[0].Attempt > 1:
+	case more:
 		fmt.Fprintf(w, "history: the last %d entries ('corotask history %s' for all kept)\n", len(h), t.ID)
 	case len(h) == 1:
 		fmt.Fprintln(w, "history: 1 entry")
