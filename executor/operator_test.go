@@ -368,7 +368,7 @@ func TestOperatorRoleGrants(t *testing.T) {
 		GRANT `+ops+` TO `+fix+`;
 		GRANT EXECUTE ON FUNCTION corotask.retry_task(uuid), corotask.reset_failures(uuid),
 			corotask.restart_task(uuid), corotask.drop_message(uuid, integer),
-			corotask.cancel_task(uuid) TO `+fix+`;`)
+			corotask.operator_send(uuid, uuid, jsonb, jsonb), corotask.cancel_task(uuid) TO `+fix+`;`)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		for _, r := range []string{fix, ops} {
@@ -389,10 +389,13 @@ func TestOperatorRoleGrants(t *testing.T) {
 	_, err = tasks.Executors(ctx, readOnly)
 	require.NoError(t, err)
 	require.ErrorContains(t, tasks.Retry(ctx, readOnly, id), "permission denied")
+	require.ErrorContains(t, inbox.SendAsOperator(ctx, readOnly, id, tasks.ID{}, "y"), "permission denied")
 
 	fixer := poolAs(t, url, fix)
 	require.NoError(t, tasks.Retry(ctx, fixer, id))
 	require.NoError(t, tasks.ResetFailures(ctx, fixer, id))
+	require.NoError(t, inbox.SendAsOperator(ctx, fixer, id, tasks.ID{}, "y"))
+	require.Equal(t, "send", lastEntry(t, admin, id).Action)
 	_, err = tasks.DropMessage(ctx, fixer, id, 1)
 	require.NoError(t, err)
 	require.NoError(t, tasks.Cancel(ctx, fixer, id))

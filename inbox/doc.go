@@ -1,6 +1,7 @@
 // Package inbox is how tasks receive messages: Send delivers one (from Go;
-// corotask.send_to_task does the same from SQL), and a poller reads its
-// pending messages through an Inbox.
+// corotask.send_to_task does the same from SQL), SendAsOperator delivers one
+// and records it in the task's history (for operators' tools: corotask send,
+// the web UI), and a poller reads its pending messages through an Inbox.
 //
 // A message sent to a task that is being polled goes to the task's
 // inbox_next and reaches its inbox when that poll commits, so a committed

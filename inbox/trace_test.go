@@ -35,3 +35,29 @@ func TestSendStoresTheTraceContext(t *testing.T) {
 	require.NotContains(t, plain, "trace")
 	require.JSONEq(t, `"plain"`, string(plain["body"]))
 }
+
+// SendAsOperator keeps the trace context as Send does, in the envelope the
+// inbox and the history entry hold.
+func TestSendAsOperatorStoresTheTraceContext(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Tx(t)
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "inbox"})
+	require.NoError(t, err)
+	carrier := map[string]string{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	require.NoError(t, inbox.SendAsOperator(tasks.WithTrace(ctx, carrier), db, id, tasks.ID{}, "traced"))
+	require.NoError(t, inbox.SendAsOperator(ctx, db, id, tasks.ID{}, "plain"))
+
+	task, err := tasks.Get(ctx, db, id)
+	require.NoError(t, err)
+	h, err := tasks.History(ctx, db, id, tasks.HistoryOptions{})
+	require.NoError(t, err)
+	require.Len(t, h, 2)
+	var traced, plain map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(h[0].Message, &traced))
+	require.NoError(t, json.Unmarshal(h[1].Message, &plain))
+	require.JSONEq(t, `{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`, string(traced["trace"]))
+	require.NotContains(t, plain, "trace")
+	require.Equal(t, string(task.Inbox[0]), string(h[0].Message))
+	require.Equal(t, string(task.Inbox[1]), string(h[1].Message))
+}

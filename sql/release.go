@@ -7,8 +7,8 @@ package sql
 // deploy, an older build that starts after a newer one keeps the newer
 // functions (a function's signature never changes without a migration, which
 // an older build refuses, so they serve it too).
-const functionsRelease = 2
+const functionsRelease = 3
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "4186302c32bb40f18ef1d16e7656c7d20267e416e8d04347ce69cd572eb7ded7"
+const functionsSum = "df769488c4ef0c812b5eebce42a81e5cb6fefad39ecebe22b6c8ac567f168f88"

@@ -144,7 +144,8 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 }
 
 // schemaOf describes db's corotask functions (with their definitions, rights
-// and settings), indexes and triggers.
+// and settings), indexes, triggers, constraints, and the columns of its
+// tasks and history.
 func schemaOf(t *testing.T, db *pgxpool.Pool) []string {
 	t.Helper()
 	rows, err := db.Query(context.Background(), `
@@ -155,8 +156,11 @@ func schemaOf(t *testing.T, db *pgxpool.Pool) []string {
 		UNION ALL
 		SELECT pg_get_triggerdef(g.oid) FROM pg_trigger g WHERE g.tgrelid = 'corotask.tasks'::regclass
 		UNION ALL
-		SELECT column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '')
-		FROM information_schema.columns WHERE table_schema = 'corotask' AND table_name = 'tasks'
+		SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '')
+		FROM information_schema.columns WHERE table_schema = 'corotask' AND table_name IN ('tasks', 'history')
+		UNION ALL
+		SELECT c.conrelid::regclass::text || ' ' || c.conname || ' ' || pg_get_constraintdef(c.oid)
+		FROM pg_constraint c WHERE c.connamespace = 'corotask'::regnamespace
 		ORDER BY 1`)
 	require.NoError(t, err)
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])

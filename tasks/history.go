@@ -36,19 +36,28 @@ const (
 	// once with those messages.
 	Superseded Outcome = "superseded"
 	// OperatorAction: an operator acted on the task; Action names the action
-	// (cancel, retry, reset, restart, drop_message) and Actor the database
-	// role.
+	// (cancel, retry, reset, restart, drop_message, or send: a message sent
+	// with inbox.SendAsOperator, as corotask send and the web UI do) and
+	// Actor the database role.
 	OperatorAction Outcome = "operator"
 )
 
-// HistoryEntry is one attempt in a task's history: a poll that ended, or an
-// operator action.
+// HistoryEntry is one entry in a task's history: an attempt (a poll that
+// ended, or an operator action), or a message an operator sent.
 type HistoryEntry struct {
-	Task    ID
-	Attempt int // the task's attempt number, from 1
+	Task ID
+	// Attempt is the task's attempt number, from 1 (0 for a message sent
+	// before the task's first poll). A poll and an operator action have one
+	// of their own; a message an operator sent has the number of the
+	// attempt it came during or after, since it does not start one.
+	Attempt int
+	// Seq is 0 for an attempt's own entry, and numbers the messages
+	// operators sent during or after that attempt (Action "send"): 1, 2, ...
+	// in the order they were sent. Attempt and Seq order the entries.
+	Seq     int
 	Outcome Outcome
 	// Action is the committed poll's action (yield, sleep, until, suspend,
-	// done), or the operator action.
+	// done), or the operator action (see OperatorAction).
 	Action string
 	// Executor ran the poll (see Executors); Actor is the database role of
 	// an operator action.
@@ -68,20 +77,25 @@ type HistoryEntry struct {
 	// WakeAt is when the task wanted its next poll afterwards (nil:
 	// suspended or ended).
 	WakeAt *time.Time
-	// Message is the envelope an operator dropped from the inbox (DropMessage).
+	// Message is the envelope an operator dropped from the inbox
+	// (DropMessage), or the envelope of the message an operator sent
+	// (Action "send"), as the task's inbox received it.
 	Message json.RawMessage
 }
 
 // HistoryOptions selects the entries History returns.
 type HistoryOptions struct {
-	// Last returns only the last Last entries; 0 returns every entry kept.
+	// Last returns only the last Last entries (a message an operator sent
+	// counts as one); 0 returns every entry kept.
 	Last int
 }
 
-// History returns the task's history, oldest attempt first. An executor
-// keeps each task's first and last attempts (Config.HistoryKeepFirst and
-// HistoryKeepLast) and deletes those in between, so attempt numbers may
-// jump. It fails with ErrNotFound when the task does not exist.
+// History returns the task's history, oldest entry first (by Attempt, then
+// Seq). An executor keeps each task's first and last attempts
+// (Config.HistoryKeepFirst and HistoryKeepLast) and deletes those in
+// between, so attempt numbers may jump; a task keeps its last 100 operator
+// entries apart from those. It fails with ErrNotFound when the task does not
+// exist.
 func History(ctx context.Context, db DB, id ID, opts HistoryOptions) ([]HistoryEntry, error) {
 	if opts.Last < 0 {
 		return nil, fmt.Errorf("task history: Last (%d) must not be negative", opts.Last)
@@ -98,20 +112,20 @@ func History(ctx context.Context, db DB, id ID, opts HistoryOptions) ([]HistoryE
 		limit = opts.Last
 	}
 	rows, err := db.Query(ctx, `SELECT * FROM (
-		SELECT task_id, attempt, outcome, coalesce(action, ''), executor_id, coalesce(actor, ''),
+		SELECT task_id, attempt, seq, outcome, coalesce(action, ''), executor_id, coalesce(actor, ''),
 		       claimed_at, finished_at, coalesce(error, ''), coalesce(stack, ''),
 		       coalesce(popped, 0), coalesce(spawned, 0), coalesce(sent, 0), coalesce(state_bytes, 0),
 		       state, wake_at, message
 		FROM corotask.history WHERE task_id = $1
-		ORDER BY attempt DESC LIMIT $2) h
-		ORDER BY attempt`, id, limit)
+		ORDER BY attempt DESC, seq DESC LIMIT $2) h
+		ORDER BY attempt, seq`, id, limit)
 	if err != nil {
 		return nil, fmt.Errorf("task history %s: %w", id, dberr.Translate(err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (HistoryEntry, error) {
 		var h HistoryEntry
 		var outcome string
-		err := r.Scan(&h.Task, &h.Attempt, &outcome, &h.Action, &h.Executor, &h.Actor, &h.ClaimedAt, &h.FinishedAt,
+		err := r.Scan(&h.Task, &h.Attempt, &h.Seq, &outcome, &h.Action, &h.Executor, &h.Actor, &h.ClaimedAt, &h.FinishedAt,
 			&h.Error, &h.Stack, &h.Popped, &h.Spawned, &h.Sent, &h.StateBytes, &h.State, &h.WakeAt, &h.Message)
 		h.Outcome = Outcome(outcome)
 		return h, err

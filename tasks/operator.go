@@ -12,7 +12,10 @@ import (
 // went wrong. Each is one statement, fenced: it locks the task's row and
 // refuses (ErrRunning) a task an executor holds, so it never races a poll.
 // Each raises the task's attempt number and is recorded in its history with
-// the database role of the session (see History). Cancel is one too.
+// the database role of the session (see History). Cancel is one too. A
+// message an operator sends (inbox.SendAsOperator) is recorded as well, but
+// is not fenced and raises no attempt number: it waits for a running poll as
+// any message does.
 
 // Retry makes a task that waits, retrying after a failure or sleeping,
 // ready now. Its failures are kept (see ResetFailures). It fails with

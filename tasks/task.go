@@ -33,7 +33,8 @@ type Task struct {
 	ClaimedAt *time.Time
 	// UpdatedAt is when the task last changed hands: its creation, its last
 	// claim, the end of its last recorded attempt (see History), or its end,
-	// whichever is latest. Messages arriving do not count.
+	// whichever is latest. Messages arriving do not count (those operators
+	// sent, recorded in the history, neither).
 	UpdatedAt time.Time
 	// Inbox and InboxNext are the pending messages, oldest first, each a JSON
 	// object {"from": ..., "body": ..., ...}. Only Get fills them.
@@ -46,7 +47,7 @@ const taskColumns = `t.task_id, t.parent_id, t.task_type, corotask.status(t), t.
 	coalesce(t.last_error, ''), t.created_at, t.done_at, t.attempts,
 	CASE WHEN t.claim IS NOT NULL THEN t.claimed_by END, CASE WHEN t.claim IS NOT NULL THEN t.claimed_at END,
 	GREATEST(t.created_at, t.claimed_at, t.done_at, (SELECT h.finished_at FROM corotask.history h
-		WHERE h.task_id = t.task_id ORDER BY h.attempt DESC LIMIT 1))`
+		WHERE h.task_id = t.task_id AND h.seq = 0 ORDER BY h.attempt DESC LIMIT 1))`
 
 func scanTask(row pgx.Row, extra ...any) (*Task, error) {
 	var t Task

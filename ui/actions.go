@@ -143,7 +143,8 @@ func doSend(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error
 	if err != nil {
 		return err
 	}
-	return inbox.Send(ctx, h.cfg.Pool, id, tasks.ID{}, body)
+	// Recorded in the task's history, as the other actions are.
+	return inbox.SendAsOperator(ctx, h.cfg.Pool, id, tasks.ID{}, body)
 }
 
 // confirmation is the confirmation page's data.

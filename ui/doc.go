@@ -13,8 +13,8 @@
 //     time, newest or oldest first, one page at a time by keyset on the
 //     task ID (never OFFSET), with counts by status;
 //   - a task: its state and result as formatted JSON, its inbox and
-//     inbox_next with senders and times, its poll history as a timeline
-//     (errors, stacks, executors, operator actions), the executor holding
+//     inbox_next with senders and times, its history as a timeline (errors,
+//     stacks, executors, operator actions and messages), the executor holding
 //     it, its children with their statuses and the parent's fan-in progress,
 //     and the forms of the actions;
 //   - the executors: live or gone, the types they serve, their load;
@@ -40,8 +40,10 @@
 //
 // A task's page has forms that send it a message (checked to be JSON in the
 // browser and again on the server), cancel it, retry it now, restart it
-// (failed), or drop a message from its inbox; all but the message are the
-// tasks package's operator actions, recorded in the task's history. Each
+// (failed), or drop a message from its inbox. All but the message are the
+// tasks package's operator actions; the message is sent with
+// inbox.SendAsOperator. Each is recorded in the task's history, with the
+// database role of the handler's pool. Each
 // asks for a confirmation on a page of its own before anything is done; a
 // refusal (bad JSON, an ended, unknown or running task, a status that does
 // not allow the action) is shown on the task's page, and nothing changes. Every form carries a token drawn when the handler is made, and the

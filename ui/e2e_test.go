@@ -315,7 +315,7 @@ func TestBrowser(t *testing.T) {
 	require.GreaterOrEqual(t, after.(float64), before.(float64)+2)
 
 	// A message typed in the form, confirmed, ends the workflow, and its page
-	// shows it.
+	// shows it, and the send in the history.
 	err = chromedp.Do(bctx,
 		follow(`a[href="/tasks/`+id.String()+`"]`, "/tasks/"+id.String()),
 		present(`#send-body`),
@@ -329,6 +329,7 @@ func TestBrowser(t *testing.T) {
 		shot("confirm"),
 		follow(`#confirm`, "/tasks/"+id.String()+"?done=send"),
 		present(`.flash`),
+		present(`#live .timeline li.sent-message`),
 		mark,
 		until(`document.querySelector("#live .facts .s-done") !== null`),
 		eval(`window.notReloaded === true`, &stillMarked),
@@ -342,6 +343,10 @@ func TestBrowser(t *testing.T) {
 	result, err := chromedp.Run(bctx, chromedp.Text(`#live`))
 	require.NoError(t, err)
 	require.Contains(t, result, `"finished": "from the browser"`)
+	require.Contains(t, result, "operator · send")
+	require.Contains(t, result, "the message sent\n"+`{
+  "finish": "from the browser"
+}`)
 	require.Equal(t, true, stillMarked, "the task's end was shown by a reload, not live")
 	done, err := tasks.Get(ctx, pool, id)
 	require.NoError(t, err)

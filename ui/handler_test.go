@@ -303,6 +303,7 @@ func TestSendAsksThenSends(t *testing.T) {
 	require.Contains(t, body, "Send this message to task "+id.String())
 	require.Contains(t, body, `name="confirm" value="yes"`)
 	require.Zero(t, s.task(id).InboxLen, "nothing is sent before the confirmation")
+	require.Empty(t, s.history(id), "nor recorded")
 
 	form.Set("confirm", "yes")
 	resp, body = s.post("/tasks/"+id.String()+"/send", form)
@@ -312,8 +313,30 @@ func TestSendAsksThenSends(t *testing.T) {
 	require.Len(t, tk.Inbox, 1)
 	require.Contains(t, string(tk.Inbox[0]), `"approve": true`)
 
+	// The history records the send: who sent what.
+	h := s.history(id)
+	require.Len(t, h, 1)
+	require.Equal(t, tasks.OperatorAction, h[0].Outcome)
+	require.Equal(t, "send", h[0].Action)
+	require.Equal(t, s.sessionUser(), h[0].Actor)
+	require.Equal(t, string(tk.Inbox[0]), string(h[0].Message), "the envelope the task received")
+
 	_, body = s.get("/tasks/" + id.String() + "?done=send")
 	require.Contains(t, body, "Message sent.")
+	require.Contains(t, body, `sent by an operator during or after attempt 0: no attempt of its own">#0.1</b>`)
+	require.Contains(t, body, `o-operator">operator · send</span>`)
+	require.Contains(t, body, "· by "+s.sessionUser())
+	require.Contains(t, body, `<div class="sent">the message sent</div>`)
+	require.Contains(t, body, "<pre>{\n  &#34;approve&#34;: true\n}</pre>")
+}
+
+// sessionUser is the database role the handler's pool logs in as, which
+// the history records for its actions.
+func (s *server) sessionUser() string {
+	s.t.Helper()
+	var role string
+	require.NoError(s.t, s.pool.QueryRow(context.Background(), `SELECT session_user`).Scan(&role))
+	return role
 }
 
 func TestSendRefusesBadInput(t *testing.T) {
@@ -348,6 +371,8 @@ func TestSendRefusesBadInput(t *testing.T) {
 	}
 	require.Zero(t, s.task(id).InboxLen)
 	require.Zero(t, s.task(ended).InboxLen)
+	require.Empty(t, s.history(id), "a refused message is not recorded")
+	require.Len(t, s.history(ended), 1, "the cancel alone")
 
 	// The refused message stays in the form, to be fixed.
 	_, body := s.post("/tasks/"+id.String()+"/send", url.Values{"csrf": {token}, "body": {`{"approve": tru`}})
@@ -364,6 +389,27 @@ func TestSendToATaskThatEndsWhileConfirming(t *testing.T) {
 	require.Equal(t, http.StatusConflict, resp.StatusCode)
 	require.Contains(t, body, "task has ended")
 	require.Zero(t, s.task(id).InboxLen)
+	require.Len(t, s.history(id), 1, "the cancel alone")
+}
+
+// A message goes to a running task too (into inbox_next), and is recorded.
+func TestSendToARunningTaskIsRecorded(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ui.Config{})
+	id := s.create(tasks.Spec{Type: "approval.order"})
+	s.hold(id)
+	form := url.Values{"csrf": {s.token(id)}, "body": {`"while it runs"`}, "confirm": {"yes"}}
+	resp, body := s.post("/tasks/"+id.String()+"/send", form)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+	tk := s.task(id)
+	require.Equal(t, tasks.StatusRunning, tk.Status)
+	require.Len(t, tk.InboxNext, 1)
+	h := s.history(id)
+	require.Len(t, h, 1)
+	require.Equal(t, "send", h[0].Action)
+	require.Equal(t, tk.Attempts, h[0].Attempt, "under the running attempt, which it does not raise")
+	require.Equal(t, 1, h[0].Seq)
+	require.Equal(t, string(tk.InboxNext[0]), string(h[0].Message))
 }
 
 func TestCancelAsksThenCancels(t *testing.T) {

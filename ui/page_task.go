@@ -53,7 +53,7 @@ type taskPage struct {
 	// them for the fan-in progress.
 	ChildCounts  map[string]int64
 	Ended, Total int64
-	// History is the end of the task's history, the latest attempt first.
+	// History is the end of the task's history, the latest entry first.
 	History []historyEntry
 	// Holder is the executor holding the task's claim; nil when none does
 	// (or it is not registered).
@@ -63,12 +63,19 @@ type taskPage struct {
 	SendBody string
 }
 
-// historyEntry is an attempt as the timeline shows it.
+// historyEntry is an entry of the task's history as the timeline shows it.
 type historyEntry struct {
 	tasks.HistoryEntry
 	Host    string        // of the executor that ran the poll, when known
 	Took    time.Duration // from the claim to the end of the poll
 	Dropped string        // the message an operator dropped, indented
+	// SentMessage is the message an operator sent (Action "send").
+	SentMessage *message
+}
+
+// IsSend reports whether the entry is a message an operator sent.
+func (e historyEntry) IsSend() bool {
+	return e.Outcome == tasks.OperatorAction && e.Action == "send"
 }
 
 // Bad reports whether the attempt failed.
@@ -90,7 +97,7 @@ func (e historyEntry) ErrorText() string {
 	return msg
 }
 
-// maxHistory is how many attempts the task page shows.
+// maxHistory is how many entries of its history the task page shows.
 const maxHistory = 25
 
 // maxChildren is how many children the task page lists.
@@ -138,7 +145,11 @@ func loadTask(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v *vi
 		if h.ClaimedAt != nil {
 			h.Took = h.FinishedAt.Sub(*h.ClaimedAt)
 		}
-		if len(h.Message) > 0 {
+		switch {
+		case len(h.Message) == 0:
+		case h.IsSend():
+			h.SentMessage = &decodeMessages([]json.RawMessage{h.Message})[0]
+		default:
 			h.Dropped = prettyJSON(h.Message)
 		}
 		p.History = append(p.History, h)

@@ -17,6 +17,7 @@ import (
 // historyJSON is one entry of a task's history as `history --json` prints it.
 type historyJSON struct {
 	Attempt    int             `json:"attempt"`
+	Seq        int             `json:"seq"` // 0, but for the messages operators sent: 1, 2, ...
 	Outcome    tasks.Outcome   `json:"outcome"`
 	Action     *string         `json:"action"`
 	Executor   tasks.ID        `json:"executor"` // null for an operator action
@@ -40,21 +41,24 @@ var historyCmd = &command{
 	name:    "history",
 	args:    "TASK",
 	summary: "show what happened at each poll of a task",
-	help: `Show the history of task TASK, one attempt per line, oldest first: each poll
+	help: `Show the history of task TASK, one entry per line, oldest first: each poll
 that ended (committed with its action, failed, panicked, claim lost, canceled,
-taken over, released) and each operator action (cancel, retry, reset, restart,
-drop_message). BY is the executor that polled (host:pid while it is
-registered, else its ID) or the database role of the operator; TOOK is from
-the claim to the end; POPPED, SPAWNED and SENT count the messages taken, the
-children spawned and the messages sent; STATE is the state's size afterwards;
-ERROR is cut at 80 characters (--json has it whole).
-Executors keep each task's first and last attempts (20 and 100 by default):
-attempt numbers may jump. With --stack, the stack of each panicked poll
-follows the table; with --json, print a JSON array (see docs/cli.md).`,
+taken over, released), each operator action (cancel, retry, reset, restart,
+drop_message) and each message sent with 'corotask send' or the web UI
+(send: no attempt of its own, it is numbered after the attempt it came
+during or after, as 3.1, 3.2). BY is the executor that polled (host:pid
+while it is registered, else its ID) or the database role of the operator;
+TOOK is from the claim to the end; POPPED, SPAWNED and SENT count the
+messages taken, the children spawned and the messages sent; STATE is the
+state's size afterwards; ERROR is cut at 80 characters (--json has it
+whole, and each message sent or dropped). Executors keep each task's first
+and last attempts (20 and 100 by default): attempt numbers may jump. With
+--stack, the stack of each panicked poll follows the table; with --json,
+print a JSON array (see docs/cli.md).`,
 	example: `corotask history 01JD7X3M5Q8R9S2T4V6W8Y0Z1A
 corotask history --last 5 --stack 01JD7X3M5Q8R9S2T4V6W8Y0Z1A`,
 	flags: func(fs *flag.FlagSet) runFunc {
-		last := fs.String("last", "0", "show only the last `N` attempts (default 0: all kept)")
+		last := fs.String("last", "0", "show only the last `N` entries (default 0: all kept)")
 		stacks := fs.Bool("stack", false, "print the stack of each panicked poll")
 		asJSON := fs.Bool("json", false, "print JSON")
 		return func(ctx context.Context, a *app, args []string) error {
@@ -157,15 +161,24 @@ func printHistory(w io.Writer, h []tasks.HistoryEntry, hosts map[tasks.ID]tasks.
 		if e.Error != "" {
 			errText = truncate(oneLine(e.Error), maxErrorWidth)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", e.Attempt, e.Outcome, action, who(e, hosts),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", attemptText(e), e.Outcome, action, who(e, hosts),
 			relative(&e.FinishedAt, now), took, e.Popped, e.Spawned, e.Sent, bytesize(e.StateBytes), errText)
 	}
 	return tw.Flush()
 }
 
+// attemptText numbers an entry: its attempt, and after it the number of a
+// message an operator sent during or after that attempt ("3.1").
+func attemptText(e tasks.HistoryEntry) string {
+	if e.Seq == 0 {
+		return fmt.Sprint(e.Attempt)
+	}
+	return fmt.Sprintf("%d.%d", e.Attempt, e.Seq)
+}
+
 func toHistoryJSON(e tasks.HistoryEntry, hosts map[tasks.ID]tasks.Executor) historyJSON {
 	j := historyJSON{
-		Attempt: e.Attempt, Outcome: e.Outcome, Executor: e.Executor, ClaimedAt: e.ClaimedAt,
+		Attempt: e.Attempt, Seq: e.Seq, Outcome: e.Outcome, Executor: e.Executor, ClaimedAt: e.ClaimedAt,
 		FinishedAt: e.FinishedAt, Popped: e.Popped, Spawned: e.Spawned, Sent: e.Sent,
 		StateBytes: e.StateBytes, State: e.State, WakeAt: e.WakeAt, Message: e.Message,
 		Action: optional(e.Action), Actor: optional(e.Actor), Error: optional(e.Error), Stack: optional(e.Stack),

@@ -34,7 +34,8 @@ var sendCmd = &command{
 	summary: "send a message to a task",
 	help: `Send a message to task TASK, which wakes it if it sleeps or is suspended.
 The body is the JSON argument or, when it is "-" or missing, standard input.
-A message to an unknown or ended task is refused.`,
+A message to an unknown or ended task is refused. The message is recorded in
+the task's history with your database role.`,
 	example: `corotask send 01JD7X3M5Q8R9S2T4V6W8Y0Z1A '{"approved": true}'
 echo '"ping"' | corotask send --from 01JD7X2A0B1C2D3E4F5G6H7J8K 01JD7X3M5Q8R9S2T4V6W8Y0Z1A`,
 	flags: func(fs *flag.FlagSet) runFunc {
@@ -80,7 +81,7 @@ echo '"ping"' | corotask send --from 01JD7X2A0B1C2D3E4F5G6H7J8K 01JD7X3M5Q8R9S2T
 							return fmt.Errorf("--from %w: %s", tasks.ErrNotFound, sender)
 						}
 					}
-					return inbox.Send(ctx, tx, to, sender, body)
+					return inbox.SendAsOperator(ctx, tx, to, sender, body)
 				})
 				if err != nil {
 					return taskError(err)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -72,4 +74,62 @@ func TestSendErrors(t *testing.T) {
 	big := `"` + strings.Repeat("x", tasks.MaxMessageBytes+10) + `"`
 	requireError(t, c.run("send", to.String(), big), "send", "message too large")
 	require.Zero(t, c.show(to).InboxLen, "nothing was sent")
+}
+
+// A message sent with send is recorded in the task's history, numbered after
+// the attempt it came after; a refused one is not.
+func TestSendIsRecorded(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	to := c.create("--type", "t", "--in", "1h")
+	from := c.create("--type", "sender")
+	ended := c.create("--type", "t")
+	c.ok("cancel", ended.String())
+
+	c.ok("send", to.String(), `{"n": 1}`)
+	c.ok("send", "--from", from.String(), to.String(), `"two"`)
+	requireError(t, c.run("send", ended.String(), "1"), "send", "task has ended")
+	requireError(t, c.run("send", to.String(), "1", "--from", tasks.NewID().String()), "send", "--from task not found")
+
+	out := c.ok("history", to.String())
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 3, out)
+	require.Regexp(t, `^0\.1 +operator +send +\S+ +(now|\ds ago) +- +0 +0 +0 +\d+B +-$`, lines[1])
+	require.Regexp(t, `^0\.2 +operator +send +\S+ +(now|\ds ago) +- +0 +0 +0 +\d+B +-$`, lines[2])
+
+	var h []struct {
+		Attempt int
+		Seq     int
+		Outcome string
+		Action  string
+		Actor   string
+		Message struct {
+			From *string
+			Body json.RawMessage
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(c.ok("history", to.String(), "--json")), &h))
+	require.Len(t, h, 2)
+	for i, e := range h {
+		require.Zero(t, e.Attempt)
+		require.Equal(t, i+1, e.Seq)
+		require.Equal(t, "operator", e.Outcome)
+		require.Equal(t, "send", e.Action)
+		require.NotEmpty(t, e.Actor)
+	}
+	require.Nil(t, h[0].Message.From)
+	require.JSONEq(t, `{"n": 1}`, string(h[0].Message.Body))
+	require.Equal(t, from.UUID(), *h[1].Message.From)
+	require.JSONEq(t, `"two"`, string(h[1].Message.Body))
+
+	require.Len(t, c.show(ended).History, 1, "the cancel alone")
+	require.Regexp(t, `(?m)^history: 2 entries\n  ATTEMPT .*\n  0\.1 +operator +send `, c.ok("show", to.String()))
+
+	// show prints the last 5 entries, and says when there are more.
+	for i := range 4 {
+		c.ok("send", to.String(), strconv.Itoa(i))
+	}
+	require.Regexp(t, `(?m)^history: the last 5 entries \('corotask history `+to.String()+`' for all kept\)\n  ATTEMPT .*\n  0\.2 +operator +send `,
+		c.ok("show", to.String()))
+	require.Len(t, c.show(to).History, 5)
 }

@@ -22,10 +22,10 @@ type showJSON struct {
 	Inbox     []messageJSON  `json:"inbox"`
 	InboxNext []messageJSON  `json:"inbox_next"`
 	Children  map[string]int `json:"children"`
-	History   []historyJSON  `json:"history"` // the last attempts, oldest first
+	History   []historyJSON  `json:"history"` // the last entries, oldest first
 }
 
-// showHistory is how many of its last attempts show prints.
+// showHistory is how many of the last entries of its history show prints.
 const showHistory = 5
 
 var showCmd = &command{
@@ -35,9 +35,9 @@ var showCmd = &command{
 	help: `Show everything about task TASK: its type, status and parent, its state as
 indented JSON, the messages in its inbox and inbox_next with when each was
 sent, the executor holding it and the age of its heartbeat, its failures and
-last error, its result, how many children it has in each status, and its last
-5 attempts (see 'corotask history'). With --json, print one JSON object (see
-docs/cli.md).`,
+last error, its result, how many children it has in each status, and the
+last 5 entries of its history (see 'corotask history'). With --json, print
+one JSON object (see docs/cli.md).`,
 	example: `corotask show 01JD7X3M5Q8R9S2T4V6W8Y0Z1A
 corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 	flags: func(fs *flag.FlagSet) runFunc {
@@ -65,7 +65,8 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 				if children, err = countChildren(ctx, tx, id); err != nil {
 					return err
 				}
-				if h, err = tasks.History(ctx, tx, id, tasks.HistoryOptions{Last: showHistory}); err != nil {
+				// One more than shown, to know whether there are more.
+				if h, err = tasks.History(ctx, tx, id, tasks.HistoryOptions{Last: showHistory + 1}); err != nil {
 					return err
 				}
 				hosts, err = executorsByID(ctx, tx)
@@ -73,6 +74,10 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 			})
 			if err != nil {
 				return taskError(err)
+			}
+			more := len(h) > showHistory
+			if more {
+				h = h[1:]
 			}
 			if *asJSON {
 				out := showJSON{
@@ -90,7 +95,7 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 				}
 				return writeJSON(a.stdout, out)
 			}
-			return printTask(a.stdout, t, children, h, hosts, now)
+			return printTask(a.stdout, t, children, h, more, hosts, now)
 		}
 	},
 }
@@ -123,8 +128,9 @@ func decodeMessages(raw []json.RawMessage) []messageJSON {
 	return out
 }
 
-// printTask prints a task for people.
-func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []tasks.HistoryEntry,
+// printTask prints a task for people, with the last entries h of its
+// history (more: there are others before them).
+func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []tasks.HistoryEntry, more bool,
 	hosts map[tasks.ID]tasks.Executor, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
@@ -177,10 +183,12 @@ func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []ta
 	case len(h) == 0:
 		fmt.Fprintln(w, "history: none")
 		return nil
-	case len(h) == showHistory && h[0].Attempt > 1:
-		fmt.Fprintf(w, "history: the last %d attempts ('corotask history %s' for all kept)\n", len(h), t.ID)
+	case more:
+		fmt.Fprintf(w, "history: the last %d entries ('corotask history %s' for all kept)\n", len(h), t.ID)
+	case len(h) == 1:
+		fmt.Fprintln(w, "history: 1 entry")
 	default:
-		fmt.Fprintf(w, "history: %s\n", plural(len(h), "attempt"))
+		fmt.Fprintf(w, "history: %d entries\n", len(h))
 	}
 	var b strings.Builder
 	if err := printHistory(&b, h, hosts, now); err != nil {

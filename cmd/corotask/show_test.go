@@ -46,7 +46,10 @@ func TestShow(t *testing.T) {
 		`(?m)^inbox_next: 1 message\n  1\. +from outside +sent (now|\d+s ago) +"late"\n`,
 		`(?m)^held_by +` + holder.String() + ` \(not registered\), claimed \d+s ago$`,
 		`(?m)^attempts +1$`,
-		`(?m)^history: 1 attempt\n  ATTEMPT +OUTCOME +ACTION +BY .*\n  1 +operator +retry +\S+ +(now|\d+s ago) +- +0 +0 +0 +\d+B +-\n`,
+		// The messages sent with send are recorded, numbered after the
+		// attempt they came after, or during (the running one).
+		`(?m)^history: 3 entries\n  ATTEMPT +OUTCOME +ACTION +BY .*\n  0\.1 +operator +send +\S+ .*\n` +
+			`  1 +operator +retry +\S+ +(now|\d+s ago) +- +0 +0 +0 +\d+B +-\n  1\.1 +operator +send +\S+ `,
 	} {
 		require.Regexp(t, re, out)
 	}
@@ -67,8 +70,10 @@ func TestShow(t *testing.T) {
 	require.Equal(t, holder, s.ClaimedBy)
 	require.NotNil(t, s.ClaimedAt)
 	require.NotNil(t, s.Inbox[0].SentAt)
-	require.Len(t, s.History, 1)
+	require.Len(t, s.History, 3)
 	require.Equal(t, tasks.OperatorAction, s.History[0].Outcome)
+	require.Equal(t, []int{0, 1, 1}, []int{s.History[0].Attempt, s.History[1].Attempt, s.History[2].Attempt})
+	require.Equal(t, []int{1, 0, 1}, []int{s.History[0].Seq, s.History[1].Seq, s.History[2].Seq})
 
 	// An ended task, with its result, shown by its UUID.
 	c.exec(`UPDATE corotask.tasks SET done_at = now(), outcome = 'done', wake_at = NULL, result = '{"total": 7}',

@@ -1,12 +1,15 @@
--- The history of tasks (corotask.history): one row per poll that ended and
--- per operator action. commit_polls, fail_poll, fail_claimed, release_claims,
--- cancel_task and the claim write their rows in the statement or transaction
--- that changes the task; these are the pieces they share.
+-- The history of tasks (corotask.history): one row per poll that ended, per
+-- operator action and per message an operator sent. commit_polls, fail_poll,
+-- fail_claimed, release_claims, cancel_task, the operator functions and the
+-- claim write their rows in the statement or transaction that changes the
+-- task; these are the pieces they share. Every row is the attempt's own
+-- (seq 0) but those of the messages operators sent (see operator_record).
 
 -- trim_history keeps a task's first p_keep_first attempts and its last
 -- p_keep_last up to p_attempt (the one just recorded), and deletes the polls
 -- in between: a range of the primary key, usually one row or none. Operator
--- actions are kept (see operator_record for their own bound).
+-- entries (actions, messages sent) are kept (see operator_record for their
+-- own bound).
 CREATE OR REPLACE FUNCTION corotask.trim_history(p_task uuid, p_attempt integer, p_keep_first integer, p_keep_last integer)
 RETURNS void
 LANGUAGE sql SET search_path = '' AS $$

@@ -7,10 +7,16 @@
 -- functions current_user is the schema's owner). A claim skips a locked row,
 -- so a claim and an action never wait for each other for long.
 --
+-- A message an operator sends (operator_send) is recorded too, but is no
+-- attempt: it goes to a running task as to any other (into inbox_next), so
+-- it leaves the attempt number alone and is recorded under the task's
+-- current attempt with the next sequence number (seq) of that attempt.
+--
 -- They run with the rights of the schema's owner, as cancel_task does;
 -- EXECUTE is revoked from PUBLIC. Besides CT404 and CT410, they raise CT409
 -- (an executor holds the task), CT422 (the task's status does not allow the
--- action; HINT says why) and CT416 (no message at that position).
+-- action; HINT says why) and CT416 (no message at that position);
+-- operator_send raises CT413 (message too large) as send_to_task does.
 
 -- operator_lock locks and returns a live task that no executor holds, or
 -- raises CT404, CT410 or CT409. p_what names the action for the error.
@@ -41,24 +47,38 @@ BEGIN
 END
 $$;
 
--- operator_record records an operator action in the task's history. The
--- polls' trim (trim_history) keeps operator actions; so that a script that
--- acts on a task in a loop does not grow its history without bound, a task
--- keeps its last 100 operator actions, and any among its first 20 attempts.
--- Operator actions are rare: the count is an index range scan of one task.
+-- operator_record records an operator action in the task's history, at
+-- the task's attempt number. An action that raised it (every one but 'send')
+-- has that attempt's own row (seq 0); a send, which did not, takes the next
+-- sequence number of that attempt (from 1): the caller holds the task's row
+-- locked, so no other send of the task takes the same one meanwhile, and a
+-- poll of that attempt writes seq 0.
+--
+-- The polls' trim (trim_history) keeps operator entries; so that a script
+-- that acts on a task, or sends it messages, in a loop does not grow its
+-- history without bound, a task keeps its last 100 operator entries, and
+-- the actions (not the messages sent) among its first 20 attempts. Operator
+-- entries are rare: the count is an index range scan of one task.
 CREATE OR REPLACE FUNCTION corotask.operator_record(t corotask.tasks, p_action text, p_message jsonb DEFAULT NULL)
 RETURNS void
 LANGUAGE sql SET search_path = '' AS $$
-    INSERT INTO corotask.history (task_id, attempt, outcome, action, actor, wake_at, message, state_bytes)
-    VALUES (t.task_id, t.attempts, 'operator', p_action, session_user, t.wake_at, p_message,
+    INSERT INTO corotask.history (task_id, attempt, seq, outcome, action, actor, wake_at, message, state_bytes)
+    VALUES (t.task_id, t.attempts,
+            CASE WHEN p_action = 'send'
+                 THEN 1 + coalesce((SELECT max(h.seq) FROM corotask.history h
+                                    WHERE h.task_id = t.task_id AND h.attempt = t.attempts), 0)
+                 ELSE 0 END,
+            'operator', p_action, session_user, t.wake_at, p_message,
             coalesce(pg_column_size(t.inner_state), 0))
     ON CONFLICT DO NOTHING;
     DELETE FROM corotask.history h
-    WHERE h.task_id = t.task_id AND h.outcome = 'operator' AND h.attempt > 20
-      AND h.attempt < (SELECT min(k.attempt) FROM (
-          SELECT o.attempt FROM corotask.history o
-          WHERE o.task_id = t.task_id AND o.outcome = 'operator'
-          ORDER BY o.attempt DESC LIMIT 100) k);
+    WHERE h.task_id = t.task_id AND h.outcome = 'operator' AND (h.attempt > 20 OR h.seq > 0)
+      AND (h.attempt, h.seq) < (
+          SELECT k.attempt, k.seq FROM (
+              SELECT o.attempt, o.seq FROM corotask.history o
+              WHERE o.task_id = t.task_id AND o.outcome = 'operator'
+              ORDER BY o.attempt DESC, o.seq DESC LIMIT 100) k
+          ORDER BY k.attempt, k.seq LIMIT 1);
 $$;
 
 -- retry_task makes a task that waits (retrying after a failure, or
@@ -148,9 +168,35 @@ BEGIN
 END
 $$;
 
+-- operator_send sends a message to a task as send_to_task does (p_from NULL:
+-- from outside any task; p_trace, the sender's trace context, kept in the
+-- envelope), and records it in the task's history with the envelope sent
+-- (see operator_record). It is for operators' tools (corotask send, the web
+-- UI), whose messages the history should show; programs send with
+-- send_to_task, which records nothing. The delivery locks the task's row;
+-- a refused message (CT404, CT410, CT413) records nothing.
+CREATE OR REPLACE FUNCTION corotask.operator_send(p_to uuid, p_from uuid, p_message jsonb, p_trace jsonb DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+DECLARE
+    env jsonb;
+    t corotask.tasks;
+BEGIN
+    IF p_to IS NULL THEN
+        RAISE EXCEPTION 'corotask: operator_send needs a task id' USING ERRCODE = '22004';
+    END IF;
+    env := corotask.envelope(p_from, p_message, p_trace);
+    PERFORM corotask.refuse_undelivered(ARRAY[p_to],
+        ARRAY(SELECT corotask.deliver_all(ARRAY[p_to], ARRAY[env])));
+    SELECT * INTO t FROM corotask.tasks WHERE task_id = p_to;
+    PERFORM corotask.operator_record(t, 'send', env);
+END
+$$;
+
 REVOKE EXECUTE ON FUNCTION
     corotask.retry_task(uuid),
     corotask.reset_failures(uuid),
     corotask.restart_task(uuid),
-    corotask.drop_message(uuid, integer)
+    corotask.drop_message(uuid, integer),
+    corotask.operator_send(uuid, uuid, jsonb, jsonb)
 FROM PUBLIC;
