@@ -23,6 +23,7 @@ import (
 	"github.com/corotask/corotask/internal/database"
 	"github.com/corotask/corotask/internal/faults"
 	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/internal/testexit"
 	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/tasks"
 )
@@ -46,7 +47,7 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(faults.WorkerEnv); cfg != "" {
 		os.Exit(faults.WorkerMain(cfg))
 	}
-	os.Exit(m.Run())
+	testexit.Exit(m.Run())
 }
 
 func workerCommand(cfg faults.WorkerConfig) (*exec.Cmd, error) {
@@ -146,7 +147,8 @@ func TestFaults(t *testing.T) {
 	}
 	ctx := context.Background()
 	duration := *flagDuration
-	if duration == 0 {
+	short := duration == 0
+	if short {
 		duration = 10 * time.Second
 	}
 
@@ -175,13 +177,22 @@ func TestFaults(t *testing.T) {
 		require.NoError(t, os.MkdirAll(dir, 0o755))
 	}
 
-	began := time.Now()
-	r, err := faults.Run(ctx, faults.Config{
+	cfg := faults.Config{
 		URL: url, Dir: dir, Command: workerCommand, Restart: restart,
 		Duration: duration, Workers: *flagWorkers, Seed: *flagSeed,
 		FaultEvery: *flagEvery, RestartEvery: restartEvery, Roots: *flagRoots,
 		Logf: t.Logf,
-	})
+	}
+	if short {
+		// The short run must inject each kind checked below at least once.
+		// Decoder panics and poison messages ride on external messages, of
+		// which a short run sends about a hundred: at the default rates
+		// (5% and 10%) a loaded machine saw runs with none. Three times
+		// that makes a run without one unlikely (e^-15).
+		cfg.TrapRate, cfg.PoisonRate = 0.15, 0.3
+	}
+	began := time.Now()
+	r, err := faults.Run(ctx, cfg)
 	require.NoError(t, err)
 	t.Logf("faults: figures after %s:\n%s", time.Since(began).Round(time.Second), r)
 	if *flagReport != "" {
