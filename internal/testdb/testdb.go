@@ -59,12 +59,38 @@ func admin() (string, error) {
 	adminOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		adminURL, adminErr = database.URL(ctx, "")
+		adminURL, adminErr = adminTarget(ctx)
 		if adminErr == nil {
 			sweep(ctx, adminURL, time.Now())
 		}
 	})
 	return adminURL, adminErr
+}
+
+// adminTarget resolves the server as the examples do (database.URL). On the
+// local server it found by itself (127.0.0.1:5432) the tests connect without
+// TLS: on loopback it protects nothing, and costs every connection a
+// handshake (slow in a -race build), and when a query is interrupted pgx
+// sends its cancel request over a new TLS connection, which a busy server
+// was seen to leave hanging until pgx gave up after 15 s, holding up the
+// test's pool.Close as long. A URL given through DATABASE_URL or libpq's
+// variables is used as it is.
+func adminTarget(ctx context.Context) (string, error) {
+	t, err := database.Find(ctx, database.Options{Private: database.PrivateFallback})
+	if err != nil {
+		return "", err
+	}
+	if t.Source != database.FromLocal {
+		return t.ConnString, nil
+	}
+	u, err := url.Parse(t.ConnString)
+	if err != nil {
+		return "", fmt.Errorf("parse %s: %w", database.Redact(t.ConnString), err)
+	}
+	q := u.Query()
+	q.Set("sslmode", "disable")
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }
 
 func migratedTemplate(admin string) (string, error) {
