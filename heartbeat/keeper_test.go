@@ -3,7 +3,6 @@ package heartbeat_test
 import (
 	"context"
 	"errors"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,13 +16,14 @@ import (
 	"github.com/corotask/corotask/executor"
 	"github.com/corotask/corotask/heartbeat"
 	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/internal/testexit"
 	"github.com/corotask/corotask/tasks"
 )
 
 // TestMain runs more tests at once than there are CPUs: they spend their time
 // waiting for the database.
 func TestMain(m *testing.M) {
-	os.Exit(testdb.Main(m, 8))
+	testexit.Exit(testdb.Main(m, 8))
 }
 
 // countingDB counts the statements sent through it, and can be made to fail.

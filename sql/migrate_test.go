@@ -2,7 +2,6 @@ package sql_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -10,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/internal/testexit"
 	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/tasks"
 )
@@ -17,7 +17,7 @@ import (
 // TestMain runs more tests at once than there are CPUs: they spend their time
 // waiting for the database.
 func TestMain(m *testing.M) {
-	os.Exit(testdb.Main(m, 8))
+	testexit.Exit(testdb.Main(m, 8))
 }
 
 func TestMigrateIsIdempotent(t *testing.T) {

@@ -1,12 +1,12 @@
 package ui_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/internal/testexit"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testdb.Main(m, 8))
+	testexit.Exit(testdb.Main(m, 8))
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -18,13 +17,14 @@ import (
 
 	"github.com/corotask/corotask/inbox"
 	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/internal/testexit"
 	"github.com/corotask/corotask/tasks"
 )
 
 // TestMain runs more tests at once than there are CPUs: they spend their time
 // waiting for the database and for executors' timers.
 func TestMain(m *testing.M) {
-	os.Exit(testdb.Main(m, 8))
+	testexit.Exit(testdb.Main(m, 8))
 }
 
 // lines records what the program prints, line by line, and lets a test wait

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/internal/testexit"
 )
 
 // TestMain lets the oneshot scenario re-execute this test binary as its
@@ -23,7 +24,7 @@ import (
 func TestMain(m *testing.M) {
 	MaybeWorker()
 	// The scenarios mostly wait for the database: run them all at once.
-	os.Exit(testdb.Main(m, 8))
+	testexit.Exit(testdb.Main(m, 8))
 }
 
 // logWriter sends what is written to it to t.Log, line by line.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/internal/testexit"
 )
 
 // exists says whether the server has a database called name.
@@ -83,9 +85,9 @@ const (
 
 func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) != "" {
-		os.Exit(Main(m, 4))
+		testexit.Exit(Main(m, 4))
 	}
-	os.Exit(m.Run())
+	testexit.Exit(m.Run())
 }
 
 // TestCrash is run only as a subprocess: it makes a database, prints its
