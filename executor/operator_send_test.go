@@ -137,22 +137,7 @@ func TestSendAsOperatorToARunningTask(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	e := executor.New(db, fastConfig(t))
-	started, release := make(chan struct{}), make(chan struct{})
-	executor.Register(e, "job", executor.PollerFunc[[]string, string](func(ctx context.Context, t *executor.Task[[]string, string]) (executor.Action, error) {
-		first := len(t.State) == 0
-		for {
-			m, ok := t.Inbox.Pop()
-			if !ok {
-				break
-			}
-			t.State = append(t.State, m.Body)
-		}
-		if first {
-			close(started)
-			<-release
-		}
-		return executor.Suspend(), nil
-	}))
+	started, release := registerHeldJob(e)
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", Message: "first"})
 	require.NoError(t, err)
 	start(t, e)

@@ -242,22 +242,7 @@ func TestOperatorActionsRefuseARunningTask(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	e := executor.New(db, fastConfig(t))
-	started, release := make(chan struct{}), make(chan struct{})
-	executor.Register(e, "job", executor.PollerFunc[[]string, string](func(ctx context.Context, t *executor.Task[[]string, string]) (executor.Action, error) {
-		first := len(t.State) == 0
-		for {
-			m, ok := t.Inbox.Pop()
-			if !ok {
-				break
-			}
-			t.State = append(t.State, m.Body)
-		}
-		if first {
-			close(started)
-			<-release
-		}
-		return executor.Suspend(), nil
-	}))
+	started, release := registerHeldJob(e)
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", Message: "first"})
 	require.NoError(t, err)
 	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "second"))
@@ -422,4 +407,27 @@ func TestRestartRefusesAChildOfAnEndedParent(t *testing.T) {
 	task, err := tasks.Get(ctx, db, kid)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StatusFailed, task.Status, "left as it was")
+}
+
+// registerHeldJob registers type "job" on e: a poller that appends the
+// bodies of the messages it pops to its state and suspends. Its first poll
+// closes started, then waits for release to be closed.
+func registerHeldJob(e *executor.Executor) (started, release chan struct{}) {
+	started, release = make(chan struct{}), make(chan struct{})
+	executor.Register(e, "job", executor.PollerFunc[[]string, string](func(ctx context.Context, t *executor.Task[[]string, string]) (executor.Action, error) {
+		first := len(t.State) == 0
+		for {
+			m, ok := t.Inbox.Pop()
+			if !ok {
+				break
+			}
+			t.State = append(t.State, m.Body)
+		}
+		if first {
+			close(started)
+			<-release
+		}
+		return executor.Suspend(), nil
+	}))
+	return started, release
 }
