@@ -170,8 +170,11 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 
 	// Polls and background loops outlive ctx: they are stopped by the
-	// shutdown sequence below, not by ctx itself.
-	pollBase, stopPolls := context.WithCancelCause(context.WithoutCancel(ctx))
+	// shutdown sequence below, not by ctx itself. A poll's context is
+	// canceled through its own cancel function (see cancelPolls), so its
+	// parent is not cancelable: a cancelable one would keep every poll's
+	// context in a map under one lock, for nothing.
+	pollBase := context.WithoutCancel(ctx)
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	var loops sync.WaitGroup
 	goLoop := func(f func(context.Context)) {
@@ -212,14 +215,13 @@ func (e *Executor) Run(ctx context.Context) error {
 
 	e.log.Info("corotask: executor stopping", "in_flight", e.inflightCount())
 	if !waitTimeout(&e.polls, e.cfg.ShutdownTimeout) {
-		stopPolls(ErrShutdown)
+		e.cancelPolls(ErrShutdown)
 		if !waitTimeout(&e.polls, e.cfg.ShutdownTimeout) {
 			// Pollers that ignore their context: give their claims back anyway;
 			// whatever they commit later is refused by the fence.
 			e.giveBack(e.inflightClaims(), 0)
 		}
 	}
-	stopPolls(nil)
 	stopCommitting()
 	stopBg()
 	loops.Wait()
@@ -429,6 +431,20 @@ func (e *Executor) cancelTask(id tasks.ID) {
 	if ok {
 		e.log.Info("corotask: task canceled while polled", "task", id)
 		f.cancel(ErrCanceled)
+	}
+}
+
+// cancelPolls cancels the context of every poll in flight with cause. The
+// claim loop has stopped: no poll starts after it.
+func (e *Executor) cancelPolls(cause error) {
+	e.mu.Lock()
+	cancels := make([]context.CancelCauseFunc, 0, len(e.inflight))
+	for _, f := range e.inflight {
+		cancels = append(cancels, f.cancel)
+	}
+	e.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel(cause)
 	}
 }
 
