@@ -72,7 +72,7 @@ type Executor struct {
 type flight struct {
 	c        *claimed
 	h        handler
-	ctx      context.Context // the poll's, until hooks replace it
+	ctx      context.Context // the poll's (as the hooks returned it, once it started)
 	cancel   context.CancelCauseFunc
 	settling bool // the poll returned; its outcome is being committed
 }
@@ -354,30 +354,39 @@ func (e *Executor) start(pollBase context.Context, c *claimed) bool {
 // goroutine starts with: a stack that grew is never shrunk back while the
 // poll waits, and 10,000 polls in flight would hold twice the memory.
 func (e *Executor) run(f *flight) {
-	ctx := e.beginPoll(f)
-	out := f.h.poll(ctx, f.c)
-	e.endPoll(ctx, f, out)
+	// Deferred, so that a poller that ends its goroutine (runtime.Goexit,
+	// as t.FailNow does in a test) still frees its slot and stops renewing
+	// its claim, which then expires and is taken over.
+	defer e.forget(f)
+	e.beginPoll(f)
+	e.endPoll(f, f.h.poll(f.ctx, f.c))
 }
 
-// beginPoll returns the poll's context, as the hooks may have replaced it.
+// beginPoll sets the poll's context to the one the hooks return.
 //
 //go:noinline
-func (e *Executor) beginPoll(f *flight) context.Context {
-	return e.hooks.pollStart(f.ctx, f.c)
+func (e *Executor) beginPoll(f *flight) {
+	f.ctx = e.hooks.pollStart(f.ctx, f.c)
 }
 
-// endPoll settles the outcome of f's poll and forgets it.
+// endPoll settles the outcome of f's poll.
 //
 //go:noinline
-func (e *Executor) endPoll(pctx context.Context, f *flight, out *outcome) {
-	defer e.polls.Done()
-	defer e.signal()
-	defer f.cancel(nil)
-	defer e.done(f.c)
+func (e *Executor) endPoll(f *flight, out *outcome) {
 	e.hooks.pollReturned(f.c, out)
 	e.polled(f.c)
-	e.settle(pctx, f.c, out, f.h.options())
-	e.hooks.pollDone(pctx, f.c)
+	e.settle(f.ctx, f.c, out, f.h.options())
+	e.hooks.pollDone(f.ctx, f.c)
+}
+
+// forget forgets f's poll once it has settled (or its goroutine ended):
+// its claim is no longer renewed, its context is canceled, and the claim
+// loop may fill its slot.
+func (e *Executor) forget(f *flight) {
+	e.done(f.c)
+	f.cancel(nil)
+	e.signal()
+	e.polls.Done()
 }
 
 // giveBack releases claims this executor took but will not poll; their
