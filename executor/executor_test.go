@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,14 +19,14 @@ import (
 	"github.com/corotask/corotask/inbox"
 	"github.com/corotask/corotask/internal/envelope"
 	"github.com/corotask/corotask/internal/testdb"
-	"github.com/corotask/corotask/internal/testexit"
+	_ "github.com/corotask/corotask/internal/testexit" // no race detector pause at exit
 	"github.com/corotask/corotask/tasks"
 )
 
 // TestMain runs more tests at once than there are CPUs: they spend their time
 // waiting for the database and for executors' timers.
 func TestMain(m *testing.M) {
-	testexit.Exit(testdb.Main(m, 8))
+	os.Exit(testdb.Main(m, 8))
 }
 
 // logger writes the executor's logs through t.Log (Debug and up with

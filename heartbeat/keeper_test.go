@@ -3,6 +3,7 @@ package heartbeat_test
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,14 +17,14 @@ import (
 	"github.com/corotask/corotask/executor"
 	"github.com/corotask/corotask/heartbeat"
 	"github.com/corotask/corotask/internal/testdb"
-	"github.com/corotask/corotask/internal/testexit"
+	_ "github.com/corotask/corotask/internal/testexit" // no race detector pause at exit
 	"github.com/corotask/corotask/tasks"
 )
 
 // TestMain runs more tests at once than there are CPUs: they spend their time
 // waiting for the database.
 func TestMain(m *testing.M) {
-	testexit.Exit(testdb.Main(m, 8))
+	os.Exit(testdb.Main(m, 8))
 }
 
 // countingDB counts the statements sent through it, and can be made to fail.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ import (
 
 	"github.com/corotask/corotask/executor"
 	"github.com/corotask/corotask/internal/testdb"
-	"github.com/corotask/corotask/internal/testexit"
+	_ "github.com/corotask/corotask/internal/testexit" // no race detector pause at exit
 	"github.com/corotask/corotask/otelcorotask"
 	"github.com/corotask/corotask/tasks"
 )
@@ -28,7 +29,7 @@ import (
 // TestMain runs more tests at once than there are CPUs: they spend their time
 // waiting for the database.
 func TestMain(m *testing.M) {
-	testexit.Exit(testdb.Main(m, 8))
+	os.Exit(testdb.Main(m, 8))
 }
 
 // telemetry is an in-memory metric reader and span recorder, and Hooks

@@ -2,6 +2,7 @@ package sql_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -9,7 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/corotask/corotask/internal/testdb"
-	"github.com/corotask/corotask/internal/testexit"
+	_ "github.com/corotask/corotask/internal/testexit" // no race detector pause at exit
 	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/tasks"
 )
@@ -17,7 +18,7 @@ import (
 // TestMain runs more tests at once than there are CPUs: they spend their time
 // waiting for the database.
 func TestMain(m *testing.M) {
-	testexit.Exit(testdb.Main(m, 8))
+	os.Exit(testdb.Main(m, 8))
 }
 
 func TestMigrateIsIdempotent(t *testing.T) {

@@ -13,14 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/internal/testdb"
-	"github.com/corotask/corotask/internal/testexit"
+	_ "github.com/corotask/corotask/internal/testexit" // no race detector pause at exit
 	"github.com/corotask/corotask/tasks"
 )
 
 // TestMain runs more tests at once than there are CPUs: they spend their time
 // waiting for the database and for executors' timers.
 func TestMain(m *testing.M) {
-	testexit.Exit(testdb.Main(m, 8))
+	os.Exit(testdb.Main(m, 8))
 }
 
 // result is what one run of the CLI did.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -17,14 +18,14 @@ import (
 
 	"github.com/corotask/corotask/inbox"
 	"github.com/corotask/corotask/internal/testdb"
-	"github.com/corotask/corotask/internal/testexit"
+	_ "github.com/corotask/corotask/internal/testexit" // no race detector pause at exit
 	"github.com/corotask/corotask/tasks"
 )
 
 // TestMain runs more tests at once than there are CPUs: they spend their time
 // waiting for the database and for executors' timers.
 func TestMain(m *testing.M) {
-	testexit.Exit(testdb.Main(m, 8))
+	os.Exit(testdb.Main(m, 8))
 }
 
 // lines records what the program prints, line by line, and lets a test wait

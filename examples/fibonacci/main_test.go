@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"sync"
@@ -13,14 +14,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/internal/testdb"
-	"github.com/corotask/corotask/internal/testexit"
+	_ "github.com/corotask/corotask/internal/testexit" // no race detector pause at exit
 	"github.com/corotask/corotask/tasks"
 )
 
 // TestMain runs more tests at once than there are CPUs: they spend their time
 // waiting for the database.
 func TestMain(m *testing.M) {
-	testexit.Exit(testdb.Main(m, 8))
+	os.Exit(testdb.Main(m, 8))
 }
 
 var resultLine = regexp.MustCompile(`(?m)^fib\((\d+)\) = (\d+) in \S+ \((\d+) tasks, \d+ tasks/s\)$`)

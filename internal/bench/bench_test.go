@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/internal/testdb"
-	"github.com/corotask/corotask/internal/testexit"
+	_ "github.com/corotask/corotask/internal/testexit" // no race detector pause at exit
 )
 
 // TestMain lets the oneshot scenario re-execute this test binary as its
@@ -24,7 +24,7 @@ import (
 func TestMain(m *testing.M) {
 	MaybeWorker()
 	// The scenarios mostly wait for the database: run them all at once.
-	testexit.Exit(testdb.Main(m, 8))
+	os.Exit(testdb.Main(m, 8))
 }
 
 // logWriter sends what is written to it to t.Log, line by line.

@@ -23,7 +23,7 @@ import (
 	"github.com/corotask/corotask/internal/database"
 	"github.com/corotask/corotask/internal/faults"
 	"github.com/corotask/corotask/internal/testdb"
-	"github.com/corotask/corotask/internal/testexit"
+	_ "github.com/corotask/corotask/internal/testexit" // no race detector pause at exit
 	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/tasks"
 )
@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(faults.WorkerEnv); cfg != "" {
 		os.Exit(faults.WorkerMain(cfg))
 	}
-	testexit.Exit(m.Run())
+	os.Exit(m.Run())
 }
 
 func workerCommand(cfg faults.WorkerConfig) (*exec.Cmd, error) {

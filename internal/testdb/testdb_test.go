@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/corotask/corotask/internal/testexit"
+	_ "github.com/corotask/corotask/internal/testexit" // no race detector pause at exit
 )
 
 // exists says whether the server has a database called name.
@@ -85,9 +85,9 @@ const (
 
 func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) != "" {
-		testexit.Exit(Main(m, 4))
+		os.Exit(Main(m, 4))
 	}
-	testexit.Exit(m.Run())
+	os.Exit(m.Run())
 }
 
 // TestCrash is run only as a subprocess: it makes a database, prints its
