@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/corotask/corotask/inbox"
 	"github.com/corotask/corotask/tasks"
@@ -84,7 +87,7 @@ echo '"ping"' | corotask send --from 01JD7X2A0B1C2D3E4F5G6H7J8K 01JD7X3M5Q8R9S2T
 					return inbox.SendAsOperator(ctx, tx, to, sender, body)
 				})
 				if err != nil {
-					return taskError(err)
+					return sendError(err)
 				}
 				if sender.IsZero() {
 					fmt.Fprintf(a.stdout, "sent message to %s\n", to)
@@ -95,4 +98,15 @@ echo '"ping"' | corotask send --from 01JD7X2A0B1C2D3E4F5G6H7J8K 01JD7X3M5Q8R9S2T
 			})
 		}
 	},
+}
+
+// sendError is taskError, with what to grant when the role may not call
+// operator_send (a grant made before schema 7 does not cover it).
+func sendError(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42501" && strings.Contains(pgErr.Message, "operator_send") {
+		return fmt.Errorf("%w (corotask send records the message in the task's history: "+
+			"GRANT EXECUTE ON FUNCTION corotask.operator_send(uuid, uuid, jsonb, jsonb) TO the role; see docs/operations.md)", err)
+	}
+	return taskError(err)
 }

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -132,4 +135,36 @@ func TestSendIsRecorded(t *testing.T) {
 	require.Regexp(t, `(?m)^history: the last 5 entries \('corotask history `+to.String()+`' for all kept\)\n  ATTEMPT .*\n  0\.2 +operator +send `,
 		c.ok("show", to.String()))
 	require.Len(t, c.show(to).History, 5)
+}
+
+// A role that may send with send_to_task but not call operator_send (a
+// grant made before schema 7 does not cover it) is told what to grant, and
+// nothing is sent.
+func TestSendWithoutTheOperatorSendGrant(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newCLI(t)
+	to := c.create("--type", "t", "--in", "1h")
+	admin := testdb.Pool(t, c.url)
+	role := "cli_sender_" + strings.ToLower(tasks.NewID().String()[20:])
+	for _, stmt := range []string{
+		"CREATE ROLE " + role + " LOGIN",
+		"GRANT USAGE ON SCHEMA corotask TO " + role,
+		"GRANT EXECUTE ON FUNCTION corotask.send_to_task(uuid, uuid, jsonb), corotask.send_to_task(uuid, uuid, jsonb, jsonb) TO " + role,
+		"GRANT SELECT ON corotask.tasks TO " + role,
+	} {
+		_, err := admin.Exec(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP OWNED BY "+role)
+		_, _ = admin.Exec(context.Background(), "DROP ROLE IF EXISTS "+role)
+	})
+	u, err := url.Parse(c.url)
+	require.NoError(t, err)
+	u.User = url.User(role)
+	r := runCLI(t, nil, "", "send", "--database-url", u.String(), to.String(), "1")
+	requireError(t, r, "send", "permission denied for function operator_send")
+	require.Contains(t, r.stderr, "GRANT EXECUTE ON FUNCTION corotask.operator_send(uuid, uuid, jsonb, jsonb)")
+	require.Contains(t, c.ok("show", to.String()), "inbox: 0 messages")
 }
