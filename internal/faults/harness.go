@@ -482,6 +482,7 @@ func (h *harness) restart(ctx context.Context, crash bool) {
 			h.count("postgres restarts that failed", 1)
 			return
 		}
+		crash = false // what happened last was a clean restart
 	}
 	if crash {
 		h.count(FaultCrash, 1)
