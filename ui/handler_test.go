@@ -645,3 +645,25 @@ func TestMissingSchemaSaysToMigrate(t *testing.T) {
 		require.Contains(t, body, "The corotask schema of this database is missing or older than this UI: run &#39;corotask migrate&#39;", path)
 	}
 }
+
+// The task page says whether it shows every entry of the history or only
+// the last ones.
+func TestTaskPageSaysWhetherHistoryIsComplete(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ui.Config{})
+	few := s.create(tasks.Spec{Type: "w"})
+	many := s.create(tasks.Spec{Type: "w"})
+	ctx := context.Background()
+	for range 3 {
+		require.NoError(t, inbox.SendAsOperator(ctx, s.pool, few, tasks.ID{}, 1))
+	}
+	for range 30 {
+		require.NoError(t, inbox.SendAsOperator(ctx, s.pool, many, tasks.ID{}, 1))
+	}
+	_, body := s.get("/tasks/" + few.String())
+	require.Contains(t, body, "3 entries, the latest first")
+	require.NotContains(t, body, "the last 3 entries")
+	_, body = s.get("/tasks/" + many.String())
+	require.Contains(t, body, "the last 25 entries, the latest first")
+	require.Contains(t, body, "corotask history "+many.String())
+}

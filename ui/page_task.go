@@ -53,8 +53,10 @@ type taskPage struct {
 	// them for the fan-in progress.
 	ChildCounts  map[string]int64
 	Ended, Total int64
-	// History is the end of the task's history, the latest entry first.
-	History []historyEntry
+	// History is the end of the task's history, the latest entry first;
+	// HistoryMore says that earlier entries are kept too.
+	History     []historyEntry
+	HistoryMore bool
 	// Holder is the executor holding the task's claim; nil when none does
 	// (or it is not registered).
 	Holder *executorInfo
@@ -122,9 +124,13 @@ func loadTask(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v *vi
 			p.Ended += n
 		}
 	}
-	history, err := tasks.History(ctx, tx, id, tasks.HistoryOptions{Last: maxHistory})
+	// One more than is shown, to know whether there are more.
+	history, err := tasks.History(ctx, tx, id, tasks.HistoryOptions{Last: maxHistory + 1})
 	if err != nil {
 		return err
+	}
+	if len(history) > maxHistory {
+		history, p.HistoryMore = history[1:], true
 	}
 	ids := []tasks.ID{t.ClaimedBy}
 	for _, h := range history {
