@@ -446,26 +446,30 @@ func (e *Executor) cancelTask(id tasks.ID) {
 // cancelPolls cancels the context of every poll in flight with cause. The
 // claim loop has stopped: no poll starts after it.
 func (e *Executor) cancelPolls(cause error) {
-	e.mu.Lock()
-	cancels := make([]context.CancelCauseFunc, 0, len(e.inflight))
-	for _, f := range e.inflight {
-		cancels = append(cancels, f.cancel)
-	}
-	e.mu.Unlock()
-	for _, cancel := range cancels {
-		cancel(cause)
+	for _, f := range e.flights() {
+		f.cancel(cause)
 	}
 }
 
 // inflightClaims returns the claims of every poll still in flight.
 func (e *Executor) inflightClaims() []*claimed {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	cs := make([]*claimed, 0, len(e.inflight))
-	for _, f := range e.inflight {
-		cs = append(cs, f.c)
+	fs := e.flights()
+	cs := make([]*claimed, len(fs))
+	for i, f := range fs {
+		cs[i] = f.c
 	}
 	return cs
+}
+
+// flights returns every poll in flight, as they are now.
+func (e *Executor) flights() []*flight {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	fs := make([]*flight, 0, len(e.inflight))
+	for _, f := range e.inflight {
+		fs = append(fs, f)
+	}
+	return fs
 }
 
 func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
