@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/corotask/corotask/internal/dberr"
@@ -81,6 +82,15 @@ type HistoryEntry struct {
 	// (DropMessage), or the envelope of the message an operator sent
 	// (Action "send"), as the task's inbox received it.
 	Message json.RawMessage
+}
+
+// Number is how people refer to the entry: its attempt ("3"), followed,
+// for a message an operator sent, by its Seq ("3.1").
+func (h HistoryEntry) Number() string {
+	if h.Seq == 0 {
+		return strconv.Itoa(h.Attempt)
+	}
+	return strconv.Itoa(h.Attempt) + "." + strconv.Itoa(h.Seq)
 }
 
 // HistoryOptions selects the entries History returns.

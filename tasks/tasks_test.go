@@ -405,3 +405,10 @@ func TestWait(t *testing.T) {
 	_, err = tasks.Wait(ctx, db, tasks.NewID())
 	require.ErrorIs(t, err, tasks.ErrNotFound)
 }
+
+func TestHistoryEntryNumber(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "3", tasks.HistoryEntry{Attempt: 3}.Number())
+	require.Equal(t, "3.1", tasks.HistoryEntry{Attempt: 3, Seq: 1}.Number())
+	require.Equal(t, "0.12", tasks.HistoryEntry{Seq: 12}.Number())
+}

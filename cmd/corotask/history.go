@@ -161,19 +161,10 @@ func printHistory(w io.Writer, h []tasks.HistoryEntry, hosts map[tasks.ID]tasks.
 		if e.Error != "" {
 			errText = truncate(oneLine(e.Error), maxErrorWidth)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", attemptText(e), e.Outcome, action, who(e, hosts),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", e.Number(), e.Outcome, action, who(e, hosts),
 			relative(&e.FinishedAt, now), took, e.Popped, e.Spawned, e.Sent, bytesize(e.StateBytes), errText)
 	}
 	return tw.Flush()
-}
-
-// attemptText numbers an entry: its attempt, and after it the number of a
-// message an operator sent during or after that attempt ("3.1").
-func attemptText(e tasks.HistoryEntry) string {
-	if e.Seq == 0 {
-		return fmt.Sprint(e.Attempt)
-	}
-	return fmt.Sprintf("%d.%d", e.Attempt, e.Seq)
 }
 
 func toHistoryJSON(e tasks.HistoryEntry, hosts map[tasks.ID]tasks.Executor) historyJSON {
