@@ -7,8 +7,8 @@ package sql
 // deploy, an older build that starts after a newer one keeps the newer
 // functions (a function's signature never changes without a migration, which
 // an older build refuses, so they serve it too).
-const functionsRelease = 3
+const functionsRelease = 4
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "df769488c4ef0c812b5eebce42a81e5cb6fefad39ecebe22b6c8ac567f168f88"
+const functionsSum = "87faf93753eda36f46620104763b39cbefa06347da0987ba32b0eba499052d84"

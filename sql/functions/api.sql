@@ -75,7 +75,8 @@ $$;
 -- missing from them does not exist or has ended.
 CREATE OR REPLACE FUNCTION corotask.deliver_all(p_to uuid[], p_envelopes jsonb[]) RETURNS SETOF uuid
 LANGUAGE plpgsql SET search_path = ''
-SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off 
+SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
     -- MATERIALIZED keeps the aggregate from being re-run per row of the join.
     RETURN QUERY

@@ -42,16 +42,19 @@ CREATE OR REPLACE FUNCTION corotask.commit_polls(
     p_keep_last  integer
 ) RETURNS TABLE (polled uuid, superseded boolean)
 LANGUAGE plpgsql SET search_path = ''
-SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
-    r record;
     others uuid[];
-    spawners uuid[] := '{}';  -- polls that spawned, in batch order ...
-    spawns jsonb[] := '{}';   -- ... and their children
-    send_to uuid[] := '{}';   -- recipients of the messages polls sent, in batch order ...
-    sent jsonb[] := '{}';     -- ... and the messages' envelopes
-    parents uuid[] := '{}';   -- parents of the tasks this batch ended ...
-    completions jsonb[] := '{}'; -- ... and their completion messages
+    ids uuid[];           -- the polls whose claim matched, in batch order ...
+    dropped boolean[];    -- ... and whether each was superseded
+    spawners uuid[];      -- the kept polls with effects, in batch order ...
+    effects jsonb[];      -- ... and their effects
+    ended_spawner uuid;   -- a poll that spawned and ended the task
+    send_to uuid[];       -- recipients of the messages polls sent, in batch order ...
+    sent jsonb[];         -- ... and the messages' envelopes
+    parents uuid[];       -- parents of the tasks this batch ended ...
+    completions jsonb[];  -- ... and their completion messages
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(p_actions) AS a
                WHERE a IS NULL OR a NOT IN ('yield', 'sleep', 'until', 'suspend', 'done')) THEN
@@ -68,9 +71,12 @@ BEGIN
         FROM unnest(p_effects) AS f(eff), jsonb_array_elements(f.eff -> 'send') AS s(e)
         WHERE f.eff ? 'send'
         UNION
-        SELECT p.parent_id FROM unnest(p_tasks, p_actions) AS u(task_id, action)
-        JOIN corotask.tasks p ON p.task_id = u.task_id
-        WHERE u.action = 'done' AND p.parent_id IS NOT NULL
+        -- A subquery per task: one probe of the primary key each, in any plan.
+        SELECT d.parent_id FROM (
+            SELECT (SELECT p.parent_id FROM corotask.tasks p WHERE p.task_id = u.task_id) AS parent_id
+            FROM unnest(p_tasks, p_actions) AS u(task_id, action)
+            WHERE u.action = 'done'
+        ) d WHERE d.parent_id IS NOT NULL
     ) o;
     IF others IS NOT NULL THEN
         PERFORM 1 FROM corotask.tasks t
@@ -78,106 +84,112 @@ BEGIN
         ORDER BY t.task_id
         FOR UPDATE;
     END IF;
-    FOR r IN
-        WITH input AS (
-            SELECT * FROM unnest(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats, p_results, p_effects, p_history)
-                WITH ORDINALITY AS u(task_id, claim, state, taken, action, sleep, at, result, effects, history, i)
-        ), committed AS (
-            UPDATE corotask.tasks t SET
-                -- A superseded poll (done, with messages arrived meanwhile)
-                -- keeps nothing: the task is as its previous poll left it.
-                inner_state = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
-                                   THEN t.inner_state ELSE u.state END,
-                inbox = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
-                             THEN t.inbox || t.inbox_next
-                             ELSE t.inbox[u.taken + 1:] || t.inbox_next END,
-                inbox_next = '{}',
-                heartbeat = NULL,
-                claim = NULL,
-                claim_expires_at = NULL,
-                failures = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
-                                THEN t.failures ELSE 0 END,
-                last_error = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
-                                  THEN t.last_error END,
-                -- Messages that arrived during the poll make the task ready at once,
-                -- and keep it from ending.
-                wake_at = CASE
-                    WHEN cardinality(t.inbox_next) > 0 THEN now()
-                    WHEN u.action = 'done' THEN NULL
-                    WHEN u.action = 'yield' THEN now()
-                    WHEN u.action = 'sleep' THEN now() + make_interval(secs => u.sleep)
-                    WHEN u.action = 'until' THEN u.at
-                END,
-                done_at = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) = 0 THEN now() END,
-                outcome = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) = 0 THEN 'done' END,
-                result = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) = 0 THEN u.result END
-            FROM input u
-            WHERE t.task_id = u.task_id AND t.claim = u.claim
-            RETURNING t.task_id, t.parent_id, t.done_at IS NOT NULL AS ended,
-                u.action = 'done' AND t.done_at IS NULL AS superseded, u.result, u.effects, u.i,
-                u.history, u.taken, u.action, t.attempts, t.claimed_by, t.claimed_at, t.wake_at,
-                coalesce(pg_column_size(t.inner_state), 0) AS state_bytes,
-                CASE WHEN u.history = 2 THEN t.inner_state END AS snapshot
-        ), recorded AS (
-            INSERT INTO corotask.history (task_id, attempt, outcome, action, executor_id, claimed_at,
-                popped, spawned, sent, state_bytes, state, wake_at)
-            SELECT c.task_id, c.attempts, CASE WHEN c.superseded THEN 'superseded' ELSE 'committed' END,
-                c.action, c.claimed_by, c.claimed_at,
-                CASE WHEN c.superseded THEN 0 ELSE c.taken END,
-                CASE WHEN c.superseded THEN 0 ELSE jsonb_array_length(coalesce(c.effects -> 'spawn', '[]')) END,
-                CASE WHEN c.superseded THEN 0 ELSE jsonb_array_length(coalesce(c.effects -> 'send', '[]')) END,
-                c.state_bytes, c.snapshot, c.wake_at
-            FROM committed c WHERE c.history > 0
-        ), trimmed AS (
-            -- A task with fewer attempts than the window has nothing to trim.
-            DELETE FROM corotask.history h USING committed c
-            WHERE c.history > 0 AND c.attempts > p_keep_first + p_keep_last AND h.task_id = c.task_id
-              AND h.attempt > p_keep_first AND h.attempt <= c.attempts - p_keep_last
-              AND h.outcome <> 'operator'
-        )
-        SELECT c.task_id, c.parent_id, c.ended, c.superseded, c.result, c.effects, c.i
-        FROM committed c ORDER BY c.i
-    LOOP
-        polled := r.task_id;
-        superseded := r.superseded;
-        RETURN NEXT;
-        CONTINUE WHEN r.superseded; -- its effects are dropped with it
-        IF jsonb_array_length(coalesce(r.effects -> 'spawn', '[]')) > 0 THEN
-            spawners := array_append(spawners, r.task_id);
-            spawns := array_append(spawns, (r.effects -> 'spawn'));
-        END IF;
-        IF jsonb_array_length(coalesce(r.effects -> 'send', '[]')) > 0 THEN
-            SELECT send_to || array_agg((e ->> 'to')::uuid ORDER BY n),
-                   sent || array_agg(corotask.envelope(r.task_id, e -> 'msg', e -> 'trace') ORDER BY n)
-            INTO send_to, sent
-            FROM jsonb_array_elements(r.effects -> 'send') WITH ORDINALITY AS s(e, n);
-        END IF;
-        IF r.ended AND r.parent_id IS NOT NULL THEN
-            parents := array_append(parents, r.parent_id);
-            completions := array_append(completions, corotask.completion(r.task_id, 'done', r.result, NULL));
-        END IF;
-    END LOOP;
+    -- One statement writes the polls and their history, and gathers, as
+    -- arrays, what the rest of the commit needs: the batch is handled as a
+    -- set, not a row at a time.
+    WITH input AS (
+        SELECT * FROM unnest(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats, p_results, p_effects, p_history)
+            WITH ORDINALITY AS u(task_id, claim, state, taken, action, sleep, at, result, effects, history, i)
+    ), committed AS (
+        UPDATE corotask.tasks t SET
+            -- A superseded poll (done, with messages arrived meanwhile)
+            -- keeps nothing: the task is as its previous poll left it.
+            inner_state = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
+                               THEN t.inner_state ELSE u.state END,
+            inbox = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
+                         THEN t.inbox || t.inbox_next
+                         ELSE t.inbox[u.taken + 1:] || t.inbox_next END,
+            inbox_next = '{}',
+            heartbeat = NULL,
+            claim = NULL,
+            claim_expires_at = NULL,
+            failures = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
+                            THEN t.failures ELSE 0 END,
+            last_error = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
+                              THEN t.last_error END,
+            -- Messages that arrived during the poll make the task ready at once,
+            -- and keep it from ending.
+            wake_at = CASE
+                WHEN cardinality(t.inbox_next) > 0 THEN now()
+                WHEN u.action = 'done' THEN NULL
+                WHEN u.action = 'yield' THEN now()
+                WHEN u.action = 'sleep' THEN now() + make_interval(secs => u.sleep)
+                WHEN u.action = 'until' THEN u.at
+            END,
+            done_at = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) = 0 THEN now() END,
+            outcome = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) = 0 THEN 'done' END,
+            result = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) = 0 THEN u.result END
+        FROM input u
+        WHERE t.task_id = u.task_id AND t.claim = u.claim
+        RETURNING t.task_id, t.parent_id, t.done_at IS NOT NULL AS ended,
+            u.action = 'done' AND t.done_at IS NULL AS superseded, u.result, u.effects, u.i,
+            u.history, u.taken, u.action, t.attempts, t.claimed_by, t.claimed_at, t.wake_at,
+            coalesce(pg_column_size(t.inner_state), 0) AS state_bytes,
+            CASE WHEN u.history = 2 THEN t.inner_state END AS snapshot
+    ), recorded AS (
+        INSERT INTO corotask.history (task_id, attempt, outcome, action, executor_id, claimed_at,
+            popped, spawned, sent, state_bytes, state, wake_at)
+        SELECT c.task_id, c.attempts, CASE WHEN c.superseded THEN 'superseded' ELSE 'committed' END,
+            c.action, c.claimed_by, c.claimed_at,
+            CASE WHEN c.superseded THEN 0 ELSE c.taken END,
+            CASE WHEN c.superseded THEN 0 ELSE jsonb_array_length(coalesce(c.effects -> 'spawn', '[]')) END,
+            CASE WHEN c.superseded THEN 0 ELSE jsonb_array_length(coalesce(c.effects -> 'send', '[]')) END,
+            c.state_bytes, c.snapshot, c.wake_at
+        FROM committed c WHERE c.history > 0
+    ), trimmed AS (
+        -- A task with fewer attempts than the window has nothing to trim.
+        DELETE FROM corotask.history h USING committed c
+        WHERE c.history > 0 AND c.attempts > p_keep_first + p_keep_last AND h.task_id = c.task_id
+          AND h.attempt > p_keep_first AND h.attempt <= c.attempts - p_keep_last
+          AND h.outcome <> 'operator'
+    )
+    -- A superseded poll's effects are dropped with it.
+    SELECT array_agg(c.task_id ORDER BY c.i), array_agg(c.superseded ORDER BY c.i),
+        array_agg(c.task_id ORDER BY c.i) FILTER (WHERE NOT c.superseded AND c.effects IS NOT NULL),
+        array_agg(c.effects ORDER BY c.i) FILTER (WHERE NOT c.superseded AND c.effects IS NOT NULL),
+        min(c.task_id::text) FILTER (WHERE c.ended AND c.effects ? 'spawn'
+                                     AND jsonb_array_length(c.effects -> 'spawn') > 0)::uuid,
+        array_agg(c.parent_id ORDER BY c.i) FILTER (WHERE c.ended AND c.parent_id IS NOT NULL),
+        array_agg(corotask.completion(c.task_id, 'done', c.result, NULL) ORDER BY c.i)
+            FILTER (WHERE c.ended AND c.parent_id IS NOT NULL)
+    INTO ids, dropped, spawners, effects, ended_spawner, parents, completions
+    FROM committed c;
+    RETURN QUERY SELECT u.id, u.d FROM unnest(ids, dropped) AS u(id, d);
     -- Effects are applied per batch, not per poll: every child in one
-    -- create_tasks, then the messages in batch order (after the children, so
-    -- that a poll may message the child it spawned), then the completions to
+    -- INSERT, then the messages in batch order (after the children, so that
+    -- a poll may message the child it spawned), then the completions to
     -- parents, in batch order.
-    IF cardinality(spawners) > 0 THEN
-        PERFORM corotask.create_tasks(
-            array_agg((e ->> 'id')::uuid ORDER BY k, n),
-            array_agg(e ->> 'type' ORDER BY k, n),
-            array_agg(x.parent ORDER BY k, n),
-            array_agg(CASE WHEN e ? 'state' THEN e -> 'state' END ORDER BY k, n),
-            array_agg(CASE WHEN e ? 'msg' THEN e -> 'msg' END ORDER BY k, n),
-            array_agg(NULL::timestamptz ORDER BY k, n),
-            array_agg(e -> 'trace' ORDER BY k, n))
-        FROM unnest(spawners, spawns) WITH ORDINALITY AS x(parent, spawn, k),
-             jsonb_array_elements(x.spawn) WITH ORDINALITY AS s(e, n);
+    IF spawners IS NOT NULL THEN
+        -- A child's parent is the task whose poll spawned it: it exists, and
+        -- the UPDATE above holds its row until the commit, so no cancel can
+        -- end it meanwhile (create_tasks' checks are needed only for parents
+        -- outside the transaction). A poll that spawns and ends its task is
+        -- refused as create_tasks refuses a child of an ended task.
+        IF ended_spawner IS NOT NULL THEN
+            RAISE EXCEPTION 'corotask: parent task % has ended', ended_spawner
+                USING ERRCODE = 'CT410', DETAIL = 'parent ' || ended_spawner;
+        END IF;
+        INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, inbox, trace)
+        SELECT (s.e ->> 'id')::uuid, s.e ->> 'type', x.parent, s.e -> 'state', now(),
+               CASE WHEN s.e ? 'msg' THEN ARRAY[corotask.envelope(x.parent, s.e -> 'msg')]
+                    ELSE '{}'::jsonb[] END,
+               s.e -> 'trace'
+        FROM unnest(spawners, effects) WITH ORDINALITY AS x(parent, eff, k),
+             jsonb_array_elements(x.eff -> 'spawn') WITH ORDINALITY AS s(e, n)
+        WHERE x.eff ? 'spawn'
+        ORDER BY x.k, s.n;
+        SELECT array_agg((s.e ->> 'to')::uuid ORDER BY x.k, s.n),
+               array_agg(corotask.envelope(x.parent, s.e -> 'msg', s.e -> 'trace') ORDER BY x.k, s.n)
+        INTO send_to, sent
+        FROM unnest(spawners, effects) WITH ORDINALITY AS x(parent, eff, k),
+             jsonb_array_elements(x.eff -> 'send') WITH ORDINALITY AS s(e, n)
+        WHERE x.eff ? 'send';
+        IF send_to IS NOT NULL THEN
+            -- A message to a missing or ended task fails the whole batch.
+            PERFORM corotask.refuse_undelivered(send_to, ARRAY(SELECT corotask.deliver_all(send_to, sent)));
+        END IF;
     END IF;
-    IF cardinality(send_to) > 0 THEN
-        -- A message to a missing or ended task fails the whole batch.
-        PERFORM corotask.refuse_undelivered(send_to, ARRAY(SELECT corotask.deliver_all(send_to, sent)));
-    END IF;
-    IF cardinality(parents) > 0 THEN
+    IF parents IS NOT NULL THEN
         -- A parent that has ended is not told (nothing to tell).
         PERFORM corotask.deliver_all(parents, completions);
     END IF;
