@@ -12,12 +12,13 @@ const (
 	actSleep
 	actUntil
 	actSuspend
+	actAwait
 	actDone
 )
 
 // Action is what a poll asks for next. Make one with Yield, Sleep,
-// SleepUntil, Suspend, Done or DoneWith; the zero Action is invalid and fails
-// the poll.
+// SleepUntil, Suspend, AwaitChildren, Done or DoneWith; the zero Action is
+// invalid and fails the poll.
 type Action struct {
 	kind   actionKind
 	sleep  time.Duration
@@ -43,6 +44,20 @@ func SleepUntil(t time.Time) Action { return Action{kind: actUntil, at: t} }
 // instead. Messages that arrived while the poll ran do count: the task is
 // polled again at once.
 func Suspend() Action { return Action{kind: actSuspend} }
+
+// AwaitChildren polls the task again when all its children have ended, or
+// sooner when one of them fails or is canceled (its completion has Err set),
+// or when a message that is not a completion arrives. It is the fan-in of a
+// workflow: a task that spawns N children and awaits them is polled once
+// more, with their N completion messages in its inbox, instead of once per
+// completion (or batch of completions) as with Suspend, and still hears of a
+// failure at once.
+//
+// The children counted are the task's children that have not ended when
+// the poll commits, those it spawned in this poll included. A task with none
+// is polled again at once, as with Yield. Each completion still arrives in
+// the inbox as it would after Suspend; only the wake-ups differ.
+func AwaitChildren() Action { return Action{kind: actAwait} }
 
 // Done ends the task; its parent receives a completion message with a null body.
 //
@@ -70,6 +85,8 @@ func (a Action) sqlName() string {
 		return "until"
 	case actSuspend:
 		return "suspend"
+	case actAwait:
+		return "await"
 	case actDone:
 		return "done"
 	}

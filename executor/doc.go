@@ -20,10 +20,11 @@
 //			return executor.Suspend(), nil // until the next message
 //		}))
 //
-// A poll returns an Action: Yield, Sleep, SleepUntil, Suspend, Done or
-// DoneWith. It may Spawn children, Send messages and register OnCommit work;
-// all of it, with the new State and the popped messages, is committed in one
-// transaction when the poll returns, or none of it when the poll fails.
+// A poll returns an Action: Yield, Sleep, SleepUntil, Suspend,
+// AwaitChildren, Done or DoneWith. It may Spawn children, Send messages and
+// register OnCommit work; all of it, with the new State and the popped
+// messages, is committed in one transaction when the poll returns, or none
+// of it when the poll fails.
 //
 // # The lifecycle of a poll
 //

@@ -152,7 +152,7 @@ type PollResult struct {
 	// poller's Poll, encoding its outcome): not its commit.
 	Duration time.Duration
 	// Action is what a poll that returned one asked for: "yield", "sleep",
-	// "until", "suspend" or "done"; empty when the poll returned an error.
+	// "until", "suspend", "await" or "done"; empty when the poll returned an error.
 	Action string
 	// Spawned and Sent are how many child tasks the poll created and how
 	// many messages it sent: committed only if Outcome is OutcomeCommitted.

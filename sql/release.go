@@ -11,4 +11,4 @@ const functionsRelease = 4
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "87faf93753eda36f46620104763b39cbefa06347da0987ba32b0eba499052d84"
+const functionsSum = "8c916603270fe9e7d18e4bd6e8334d3a6599a7155c0ee97a2004fb6f193b88a7"

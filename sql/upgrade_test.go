@@ -84,6 +84,19 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 	var literal int
 	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks WHERE heartbeat = '0001-01-01 00:00:00+00'`).Scan(&literal))
 	require.Equal(t, 2, literal)
+	// A parent with two children, one of which has ended (of a type no
+	// executor below polls).
+	parent, live, ended := tasks.NewID(), tasks.NewID(), tasks.NewID()
+	for _, id := range []tasks.ID{parent, live, ended} {
+		var p any
+		if id != parent {
+			p = parent
+		}
+		_, err := db.Exec(ctx, `SELECT corotask.create_task($1, 'tree', $2)`, id, p)
+		require.NoError(t, err)
+	}
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET done_at = now(), outcome = 'done', wake_at = NULL WHERE task_id = $1`, ended)
+	require.NoError(t, err)
 
 	var r corosql.Report
 	require.NoError(t, corosql.Migrate(ctx, db, corosql.Reporting(&r)))
@@ -97,6 +110,11 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 
 	// The upgraded schema's functions, indexes and triggers are a fresh one's.
 	require.Equal(t, schemaOf(t, testdb.New(t)), schemaOf(t, db))
+
+	// Each task counts its live children.
+	var liveChildren int
+	require.NoError(t, db.QueryRow(ctx, `SELECT live_children FROM corotask.tasks WHERE task_id = $1`, parent).Scan(&liveChildren))
+	require.Equal(t, 1, liveChildren)
 
 	// "Not running" is claim IS NULL, with no heartbeat.
 	var stray, expiring int

@@ -27,6 +27,12 @@ type Task struct {
 	// Attempts is the number of the task's last attempt: its claims, and
 	// operator actions on it (see History).
 	Attempts int
+	// LiveChildren is how many of the task's children have not ended, and
+	// AwaitingChildren whether its last poll returned AwaitChildren (a
+	// suspended task that awaits its children is woken by the last one's
+	// end, or by another message).
+	LiveChildren     int
+	AwaitingChildren bool
 	// ClaimedBy is the executor holding the task's claim (see Executors),
 	// and ClaimedAt when it claimed it; zero when no executor holds it.
 	ClaimedBy ID
@@ -44,7 +50,7 @@ type Task struct {
 // taskColumns are the columns scanTask reads, in order; t is the tasks row.
 const taskColumns = `t.task_id, t.parent_id, t.task_type, corotask.status(t), t.inner_state, t.result,
 	t.wake_at, t.heartbeat, cardinality(t.inbox), cardinality(t.inbox_next), t.failures,
-	coalesce(t.last_error, ''), t.created_at, t.done_at, t.attempts,
+	coalesce(t.last_error, ''), t.created_at, t.done_at, t.attempts, t.live_children, t.awaiting_children,
 	CASE WHEN t.claim IS NOT NULL THEN t.claimed_by END, CASE WHEN t.claim IS NOT NULL THEN t.claimed_at END,
 	GREATEST(t.created_at, t.claimed_at, t.done_at, (SELECT h.finished_at FROM corotask.history h
 		WHERE h.task_id = t.task_id AND h.seq = 0 ORDER BY h.attempt DESC LIMIT 1))`
@@ -55,7 +61,7 @@ func scanTask(row pgx.Row, extra ...any) (*Task, error) {
 	var heartbeat *time.Time
 	dest := append([]any{&t.ID, &t.Parent, &typ, &status, &t.State, &t.Result,
 		&t.WakeAt, &heartbeat, &t.InboxLen, &t.InboxNextLen, &t.Failures,
-		&t.LastError, &t.CreatedAt, &t.DoneAt, &t.Attempts, &t.ClaimedBy, &t.ClaimedAt, &t.UpdatedAt}, extra...)
+		&t.LastError, &t.CreatedAt, &t.DoneAt, &t.Attempts, &t.LiveChildren, &t.AwaitingChildren, &t.ClaimedBy, &t.ClaimedAt, &t.UpdatedAt}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}

@@ -667,3 +667,21 @@ func TestTaskPageSaysWhetherHistoryIsComplete(t *testing.T) {
 	require.Contains(t, body, "the last 25 entries, the latest first")
 	require.Contains(t, body, "corotask history "+many.String())
 }
+
+// The task page says when a suspended task awaits its children, and how
+// many have not ended.
+func TestTaskPageSaysWhatATaskAwaits(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ui.Config{})
+	parent := s.create(tasks.Spec{Type: "w"})
+	for range 2 {
+		s.create(tasks.Spec{Type: "w", Parent: parent})
+	}
+	_, body := s.get("/tasks/" + parent.String())
+	require.NotContains(t, body, "<dt>Awaits</dt>")
+	_, err := s.pool.Exec(context.Background(), `UPDATE corotask.tasks SET awaiting_children = true, wake_at = NULL
+		WHERE task_id = $1`, parent)
+	require.NoError(t, err)
+	_, body = s.get("/tasks/" + parent.String())
+	require.Contains(t, body, "<dt>Awaits</dt><dd>its children: 2 not ended</dd>")
+}

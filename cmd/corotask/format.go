@@ -37,6 +37,10 @@ type taskJSON struct {
 	ClaimedBy    tasks.ID        `json:"claimed_by"` // the executor holding the task; null when none
 	ClaimedAt    *time.Time      `json:"claimed_at"`
 	UpdatedAt    time.Time       `json:"updated_at"`
+	// LiveChildren counts the children that have not ended; AwaitingChildren
+	// is whether the last poll returned AwaitChildren.
+	LiveChildren     int  `json:"live_children"`
+	AwaitingChildren bool `json:"awaiting_children"`
 }
 
 func toJSON(t *tasks.Task) taskJSON {
@@ -46,6 +50,7 @@ func toJSON(t *tasks.Task) taskJSON {
 		Failures: t.Failures, CreatedAt: t.CreatedAt, DoneAt: t.DoneAt,
 		State: t.State, Result: t.Result,
 		Attempts: t.Attempts, ClaimedBy: t.ClaimedBy, ClaimedAt: t.ClaimedAt, UpdatedAt: t.UpdatedAt,
+		LiveChildren: t.LiveChildren, AwaitingChildren: t.AwaitingChildren,
 	}
 	if !t.Heartbeat.IsZero() {
 		hb := t.Heartbeat

@@ -75,6 +75,18 @@ func TestShow(t *testing.T) {
 	require.Equal(t, []int{0, 1, 1}, []int{s.History[0].Attempt, s.History[1].Attempt, s.History[2].Attempt})
 	require.Equal(t, []int{1, 0, 1}, []int{s.History[0].Seq, s.History[1].Seq, s.History[2].Seq})
 
+	require.Equal(t, 2, s.LiveChildren, "3 children, 1 canceled")
+	require.False(t, s.AwaitingChildren)
+	require.NotRegexp(t, `(?m)^awaits`, out)
+
+	// Suspended, awaiting its children.
+	c.exec(`UPDATE corotask.tasks SET awaiting_children = true, wake_at = NULL, heartbeat = NULL, claim = NULL,
+		claim_expires_at = NULL WHERE task_id = $1`, root)
+	out = c.ok("show", root.String())
+	require.Regexp(t, `(?m)^status +suspended$`, out)
+	require.Regexp(t, `(?m)^awaits +its children \(AwaitChildren\): 2 not ended$`, out)
+	require.True(t, c.show(root).AwaitingChildren)
+
 	// An ended task, with its result, shown by its UUID.
 	c.exec(`UPDATE corotask.tasks SET done_at = now(), outcome = 'done', wake_at = NULL, result = '{"total": 7}',
 		heartbeat = NULL, claim = NULL WHERE task_id = $1`, root)

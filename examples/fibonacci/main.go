@@ -153,7 +153,9 @@ func (p *fibPoller) Poll(ctx context.Context, t *executor.Task[fibState, fibResu
 		t.Spawn(fibType, fibState{N: s.N - 1}, nil)
 		t.Spawn(fibType, fibState{N: s.N - 2}, nil)
 		s.Spawned, s.Pending, s.Tasks = true, 2, 1
-		return executor.Suspend(), nil
+		// Polled again when both have ended (or another message arrives),
+		// not at each completion.
+		return executor.AwaitChildren(), nil
 	}
 	// Fan in: one completion message per child, in whatever order they end.
 	for {
@@ -176,7 +178,7 @@ func (p *fibPoller) Poll(ctx context.Context, t *executor.Task[fibState, fibResu
 		s.Pending--
 	}
 	if s.Pending > 0 {
-		return executor.Suspend(), nil
+		return executor.AwaitChildren(), nil
 	}
 	return executor.DoneWith(fibResult{Value: s.Value, Tasks: s.Tasks}), nil
 }

@@ -71,24 +71,39 @@ $$;
 -- inbox, or in inbox_next while an executor holds it (claim IS NOT NULL), and
 -- is woken (wake_at = LEAST(wake_at, now()), NULL counting as "never"),
 -- unless it is waiting out the backoff of a failed poll (failures > 0): its
--- retry sees the messages then. It returns the tasks delivered to; a task
--- missing from them does not exist or has ended.
+-- retry sees the messages then. A completion (a child's end, whose envelope
+-- has "done") lowers the task's count of live children; a task that awaits
+-- its children (awaiting_children) is not woken by the completions of
+-- children that ended with a result while that count stays above zero, only
+-- by the last one, by a child that failed or was canceled (its completion
+-- has "err"), or by another message. It returns the tasks delivered to; a
+-- task missing from them does not exist or has ended.
 CREATE OR REPLACE FUNCTION corotask.deliver_all(p_to uuid[], p_envelopes jsonb[]) RETURNS SETOF uuid
 LANGUAGE plpgsql SET search_path = ''
-SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off 
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
     -- MATERIALIZED keeps the aggregate from being re-run per row of the join.
     RETURN QUERY
     WITH m AS MATERIALIZED (
-        SELECT x.task_id, array_agg(x.env ORDER BY x.k) AS envs
+        SELECT x.task_id, array_agg(x.env ORDER BY x.k) AS envs,
+               (count(*) FILTER (WHERE x.env ? 'done'))::integer AS ended,
+               -- Completions of children that ended with a result: those an
+               -- awaiting task does not wake for (a child that failed or was
+               -- canceled wakes it, as any other message).
+               bool_and(x.env ? 'done' AND NOT x.env ? 'err') AS only_results
         FROM unnest(p_to, p_envelopes) WITH ORDINALITY AS x(task_id, env, k)
         GROUP BY x.task_id
     ), delivered AS (
         UPDATE corotask.tasks t SET
             inbox = CASE WHEN t.claim IS NULL THEN t.inbox || m.envs ELSE t.inbox END,
             inbox_next = CASE WHEN t.claim IS NULL THEN t.inbox_next ELSE t.inbox_next || m.envs END,
-            wake_at = CASE WHEN t.failures > 0 THEN t.wake_at ELSE LEAST(t.wake_at, now()) END
+            live_children = GREATEST(t.live_children - m.ended, 0),
+            wake_at = CASE
+                WHEN t.failures > 0 THEN t.wake_at
+                WHEN t.awaiting_children AND m.only_results AND t.live_children - m.ended > 0 THEN t.wake_at
+                ELSE LEAST(t.wake_at, now())
+            END
         FROM m
         WHERE t.task_id = m.task_id AND t.done_at IS NULL
         RETURNING t.task_id
@@ -143,9 +158,11 @@ DECLARE
     ended uuid[];  -- ... and those that have ended
 BEGIN
     -- One statement finds the parents that exist (other than tasks created
-    -- in this call) and locks them: FOR SHARE waits for a concurrent cancel
+    -- in this call) and locks them: the lock waits for a concurrent cancel
     -- of a parent, so a child is never added under a parent that is being
-    -- canceled.
+    -- canceled. It is the lock of the UPDATE of their count of children
+    -- below, taken at once (FOR SHARE, which two callers may hold together,
+    -- would make them deadlock when both raise it).
     SELECT coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NULL), '{}'),
            coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NOT NULL), '{}')
     INTO live, ended
@@ -154,7 +171,7 @@ BEGIN
         WHERE t.task_id = ANY (ARRAY(
             SELECT DISTINCT p FROM unnest(p_parents) AS p WHERE p IS NOT NULL AND p <> ALL (p_ids)))
         ORDER BY t.task_id
-        FOR SHARE
+        FOR NO KEY UPDATE
     ) l;
     SELECT p INTO bad FROM unnest(p_parents) WITH ORDINALITY AS u(p, k)
     WHERE p IS NOT NULL AND p <> ALL (p_ids) AND p <> ALL (live) AND p <> ALL (ended)
@@ -175,6 +192,12 @@ BEGIN
            u.trace
     FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces)
         AS u(id, typ, parent, state, msg, wake_at, trace);
+    -- Each parent counts its live children (see deliver_all).
+    IF EXISTS (SELECT 1 FROM unnest(p_parents) AS p WHERE p IS NOT NULL) THEN
+        UPDATE corotask.tasks t SET live_children = t.live_children + c.n
+        FROM (SELECT p, count(*)::integer AS n FROM unnest(p_parents) AS p WHERE p IS NOT NULL GROUP BY p) c
+        WHERE t.task_id = c.p;
+    END IF;
 END
 $$;
 

@@ -8,8 +8,8 @@
 -- the poll did not take, then those that arrived during it), its next wake_at,
 -- and its effects (children, messages, the completion message to the parent
 -- when it is done), all or nothing. p_actions[i] is 'yield', 'sleep'
--- (p_sleeps[i] seconds from now), 'until' (p_ats[i]), 'suspend' or 'done'
--- (with p_results[i]). p_effects[i] is NULL or
+-- (p_sleeps[i] seconds from now), 'until' (p_ats[i]), 'suspend', 'await' (its
+-- children: see deliver_all) or 'done' (with p_results[i]). p_effects[i] is NULL or
 -- {"spawn": [{"id", "type", "state", "msg", "trace"}...], "send": [{"to", "msg", "trace"}...]},
 -- where "trace", when present, is the trace context of the poll, kept with
 -- the child task and in the message's envelope.
@@ -57,7 +57,7 @@ DECLARE
     completions jsonb[];  -- ... and their completion messages
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(p_actions) AS a
-               WHERE a IS NULL OR a NOT IN ('yield', 'sleep', 'until', 'suspend', 'done')) THEN
+               WHERE a IS NULL OR a NOT IN ('yield', 'sleep', 'until', 'suspend', 'await', 'done')) THEN
         RAISE EXCEPTION 'corotask: unknown poll action in %', p_actions;
     END IF;
     -- A commit that writes rows beyond its own tasks (messages to other
@@ -88,7 +88,8 @@ BEGIN
     -- arrays, what the rest of the commit needs: the batch is handled as a
     -- set, not a row at a time.
     WITH input AS (
-        SELECT * FROM unnest(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats, p_results, p_effects, p_history)
+        SELECT u.*, coalesce(jsonb_array_length(u.effects -> 'spawn'), 0) AS spawned
+        FROM unnest(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats, p_results, p_effects, p_history)
             WITH ORDINALITY AS u(task_id, claim, state, taken, action, sleep, at, result, effects, history, i)
     ), committed AS (
         UPDATE corotask.tasks t SET
@@ -107,9 +108,23 @@ BEGIN
                             THEN t.failures ELSE 0 END,
             last_error = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
                               THEN t.last_error END,
-            -- Messages that arrived during the poll make the task ready at once,
-            -- and keep it from ending.
+            -- A superseded poll spawned nothing (it is never 'await').
+            live_children = t.live_children
+                + CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0 THEN 0 ELSE u.spawned END,
+            awaiting_children = u.action = 'await',
             wake_at = CASE
+                -- A task that awaits its children is ready at once when none
+                -- is left (their completions, if any, are in its inbox), or
+                -- when a message arrived during the poll that is not the
+                -- completion of a child that ended with a result (see
+                -- deliver_all); else the last child's completion wakes it.
+                WHEN u.action = 'await' THEN
+                    CASE WHEN t.live_children + u.spawned <= 0
+                           OR EXISTS (SELECT 1 FROM unnest(t.inbox_next) AS m(e)
+                                      WHERE NOT m.e ? 'done' OR m.e ? 'err')
+                         THEN now() END
+                -- Messages that arrived during the poll make the task ready at once,
+                -- and keep it from ending.
                 WHEN cardinality(t.inbox_next) > 0 THEN now()
                 WHEN u.action = 'done' THEN NULL
                 WHEN u.action = 'yield' THEN now()
@@ -123,7 +138,7 @@ BEGIN
         WHERE t.task_id = u.task_id AND t.claim = u.claim
         RETURNING t.task_id, t.parent_id, t.done_at IS NOT NULL AS ended,
             u.action = 'done' AND t.done_at IS NULL AS superseded, u.result, u.effects, u.i,
-            u.history, u.taken, u.action, t.attempts, t.claimed_by, t.claimed_at, t.wake_at,
+            u.history, u.taken, u.action, u.spawned, t.attempts, t.claimed_by, t.claimed_at, t.wake_at,
             coalesce(pg_column_size(t.inner_state), 0) AS state_bytes,
             CASE WHEN u.history = 2 THEN t.inner_state END AS snapshot
     ), recorded AS (
@@ -132,7 +147,7 @@ BEGIN
         SELECT c.task_id, c.attempts, CASE WHEN c.superseded THEN 'superseded' ELSE 'committed' END,
             c.action, c.claimed_by, c.claimed_at,
             CASE WHEN c.superseded THEN 0 ELSE c.taken END,
-            CASE WHEN c.superseded THEN 0 ELSE jsonb_array_length(coalesce(c.effects -> 'spawn', '[]')) END,
+            CASE WHEN c.superseded THEN 0 ELSE c.spawned END,
             CASE WHEN c.superseded THEN 0 ELSE jsonb_array_length(coalesce(c.effects -> 'send', '[]')) END,
             c.state_bytes, c.snapshot, c.wake_at
         FROM committed c WHERE c.history > 0
@@ -147,8 +162,7 @@ BEGIN
     SELECT array_agg(c.task_id ORDER BY c.i), array_agg(c.superseded ORDER BY c.i),
         array_agg(c.task_id ORDER BY c.i) FILTER (WHERE NOT c.superseded AND c.effects IS NOT NULL),
         array_agg(c.effects ORDER BY c.i) FILTER (WHERE NOT c.superseded AND c.effects IS NOT NULL),
-        min(c.task_id::text) FILTER (WHERE c.ended AND c.effects ? 'spawn'
-                                     AND jsonb_array_length(c.effects -> 'spawn') > 0)::uuid,
+        min(c.task_id::text) FILTER (WHERE c.ended AND c.spawned > 0)::uuid,
         array_agg(c.parent_id ORDER BY c.i) FILTER (WHERE c.ended AND c.parent_id IS NOT NULL),
         array_agg(corotask.completion(c.task_id, 'done', c.result, NULL) ORDER BY c.i)
             FILTER (WHERE c.ended AND c.parent_id IS NOT NULL)

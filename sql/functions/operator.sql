@@ -141,6 +141,9 @@ BEGIN
         failures = 0, attempts = attempts + 1
     WHERE task_id = p_task RETURNING * INTO t;
     PERFORM corotask.operator_record(t, 'restart');
+    -- Its parent counts it among its live children again (see deliver_all).
+    UPDATE corotask.tasks SET live_children = live_children + 1
+    WHERE task_id = t.parent_id AND done_at IS NULL;
 END
 $$;
 
