@@ -86,6 +86,11 @@ type Options struct {
 	Shape string
 	// Depth is the depth of the kary tree. Default 4.
 	Depth int
+	// Wait is how tree and fanin parents wait for their children: "await"
+	// (executor.AwaitChildren: polled once more, when the last has ended)
+	// or "suspend" (executor.Suspend: polled at each completion, or batch of
+	// completions). Default "await".
+	Wait string
 	// Duration is how long the heartbeat scenario holds its polls in flight
 	// once they all are (10s).
 	Duration time.Duration
@@ -199,6 +204,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.M, "m", o.M, "heartbeat: polls in flight, `M` (default 10000)")
 	fs.StringVar(&o.Shape, "shape", o.Shape, "tree: `SHAPE` fib or kary (default fib)")
 	fs.IntVar(&o.Depth, "depth", o.Depth, "tree: depth of the kary tree, `N` (default 4)")
+	fs.StringVar(&o.Wait, "wait", o.Wait, "tree, fanin: parents wait for their children with `MODE` await (AwaitChildren) or suspend (Suspend, woken at each completion) (default await)")
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "heartbeat: how long to hold the polls in flight (default 10s)")
 	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", o.HeartbeatInterval, "heartbeat: the executor's heartbeat interval (default 1s)")
 	fs.DurationVar(&o.Gap, "gap", o.Gap, "pingpong: pause between round trips (default 5ms)")
@@ -301,6 +307,9 @@ func (o Options) withDefaults(name string) Options {
 	if o.Shape == "" {
 		o.Shape = "fib"
 	}
+	if o.Wait == "" {
+		o.Wait = "await"
+	}
 	if o.Levels == nil {
 		o.Levels = []int{0, 10_000, 100_000}
 	}
@@ -336,6 +345,9 @@ func (o Options) validate() error {
 	}
 	if o.Shape != "" && o.Shape != "fib" && o.Shape != "kary" {
 		return fmt.Errorf("-shape must be fib or kary, not %q", o.Shape)
+	}
+	if o.Wait != "" && o.Wait != "await" && o.Wait != "suspend" {
+		return fmt.Errorf("-wait must be await or suspend, not %q", o.Wait)
 	}
 	if len(o.StockSettings) > 0 && !o.StockCluster {
 		return errors.New("-stock-setting needs -stock-cluster")

@@ -51,6 +51,15 @@ func (r *runner) typeOptions() []executor.Option {
 	return []executor.Option{executor.History(r.opts.History != "off")}
 }
 
+// waitAction is how tree and fanin parents wait for their children
+// (Options.Wait).
+func (r *runner) waitAction() executor.Action {
+	if r.opts.Wait == "suspend" {
+		return executor.Suspend()
+	}
+	return executor.AwaitChildren()
+}
+
 // startExecutors starts n executors in this process sharing concurrency
 // slots, each on its own pool of Options.Pool connections, configured by
 // cfg (Concurrency is overridden) with pollers registered by register.

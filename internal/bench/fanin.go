@@ -36,6 +36,7 @@ type faninTimes struct {
 func runFanin(ctx context.Context, r *runner, res *Result) error {
 	o := r.opts
 	res.param("k", o.K)
+	res.param("wait", o.Wait)
 	res.param("workers", o.Workers)
 	res.param("pool", o.Pool)
 	db, err := r.pool(ctx, 2)
@@ -44,6 +45,7 @@ func runFanin(ctx context.Context, r *runner, res *Result) error {
 	}
 	defer db.Close()
 	ft := &faninTimes{all: make(chan time.Time, 1)}
+	wait := r.waitAction()
 	parent := executor.PollerFunc[faninState, int64](func(ctx context.Context, t *executor.Task[faninState, int64]) (executor.Action, error) {
 		start := time.Now()
 		ft.parentPolls.Add(1)
@@ -53,7 +55,7 @@ func runFanin(ctx context.Context, r *runner, res *Result) error {
 				t.Spawn(faninChildType, i, nil)
 			}
 			s.Spawned = true
-			return executor.Suspend(), nil
+			return wait, nil
 		}
 		for {
 			m, ok := t.Inbox.Pop()
@@ -67,7 +69,7 @@ func runFanin(ctx context.Context, r *runner, res *Result) error {
 			s.Sum += m.Body
 		}
 		if s.Got < s.K {
-			return executor.Suspend(), nil
+			return wait, nil
 		}
 		select {
 		case ft.all <- start:

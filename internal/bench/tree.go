@@ -26,7 +26,7 @@ type treeState struct {
 // treePoller spawns the node's children, then sums their results as their
 // completion messages arrive: fib(n) = fib(n-1) + fib(n-2), and a kary node's
 // result is the number of nodes of its subtree.
-func treePoller(polls *atomic.Int64) executor.PollerFunc[treeState, int64] {
+func treePoller(polls *atomic.Int64, wait executor.Action) executor.PollerFunc[treeState, int64] {
 	return func(ctx context.Context, t *executor.Task[treeState, int64]) (executor.Action, error) {
 		polls.Add(1)
 		s := &t.State
@@ -47,7 +47,7 @@ func treePoller(polls *atomic.Int64) executor.PollerFunc[treeState, int64] {
 				}
 				s.Pending = s.K
 			}
-			return executor.Suspend(), nil
+			return wait, nil
 		}
 		for {
 			m, ok := t.Inbox.Pop()
@@ -61,7 +61,7 @@ func treePoller(polls *atomic.Int64) executor.PollerFunc[treeState, int64] {
 			s.Pending--
 		}
 		if s.Pending > 0 {
-			return executor.Suspend(), nil
+			return wait, nil
 		}
 		if s.Kary {
 			s.Sum++
@@ -116,6 +116,7 @@ func runTree(ctx context.Context, r *runner, res *Result) error {
 		want = int64(size)
 	}
 	res.param("tasks", size)
+	res.param("wait", o.Wait)
 	res.param("workers", o.Workers)
 	res.param("pool", o.Pool)
 
@@ -126,7 +127,7 @@ func runTree(ctx context.Context, r *runner, res *Result) error {
 	defer db.Close()
 	var polls atomic.Int64
 	grp, err := r.startExecutors(ctx, 1, o.Workers, r.executorConfig(0), func(e *executor.Executor) {
-		executor.Register(e, treeType, treePoller(&polls), r.typeOptions()...)
+		executor.Register(e, treeType, treePoller(&polls, r.waitAction()), r.typeOptions()...)
 	})
 	if err != nil {
 		return err
@@ -185,6 +186,10 @@ func runTree(ctx context.Context, r *runner, res *Result) error {
 	if u.ok {
 		res.metric("machine_cpu_busy_pct", 100*u.busy)
 	}
-	res.note("wall_sec runs from the root's Create to its done_at; each parent is polled once to spawn and once per batch of completions")
+	if o.Wait == "suspend" {
+		res.note("wall_sec runs from the root's Create to its done_at; each parent is polled once to spawn and once per completion, or batch of completions (Suspend)")
+	} else {
+		res.note("wall_sec runs from the root's Create to its done_at; each parent is polled once to spawn and once when its last child has ended (AwaitChildren)")
+	}
 	return nil
 }
