@@ -20,7 +20,17 @@ const maxBatch = 500
 // committers is how many batches may be committing at once. While they
 // commit, the next polls to finish queue up and form the next batches: the
 // busier the executor, the larger its batches and the fewer its transactions.
+// They take turns (see commitTurn): more than one commits at once only while
+// a commit is slow.
 const committers = 3
+
+// slowCommit is how long a commit may run before the next batch, which
+// waits for its turn meanwhile, goes ahead beside it. Commits one at a time
+// make larger batches, and fewer transactions that contend for the same rows
+// and the server's CPU: on the benchmark machine, about 1.3x the throughput
+// of three at once. A commit that waits for a row lock (an operator's open
+// transaction, a statement_timeout) must not hold up every other poll.
+const slowCommit = 50 * time.Millisecond
 
 const commitSQL = `SELECT polled, superseded FROM corotask.commit_polls($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 
@@ -71,6 +81,12 @@ func (e *Executor) commitLoop(ctx context.Context) {
 			return
 		case first = <-e.commitQ:
 		}
+		// The polls that finish until this batch's turn join it.
+		held, ok := e.awaitCommitTurn(ctx)
+		if !ok {
+			first.done <- ctx.Err()
+			return
+		}
 		batch := []*pendingCommit{first}
 	fill:
 		for len(batch) < maxBatch {
@@ -82,6 +98,30 @@ func (e *Executor) commitLoop(ctx context.Context) {
 			}
 		}
 		e.commitBatch(ctx, batch)
+		if held {
+			<-e.commitTurn
+		}
+	}
+}
+
+// awaitCommitTurn waits until no other batch commits, or for slowCommit,
+// whichever comes first; held says whether it took the turn, which the
+// caller gives back once its batch has committed. ok is false when ctx ended.
+func (e *Executor) awaitCommitTurn(ctx context.Context) (held, ok bool) {
+	select {
+	case e.commitTurn <- struct{}{}:
+		return true, true
+	default:
+	}
+	t := time.NewTimer(slowCommit)
+	defer t.Stop()
+	select {
+	case e.commitTurn <- struct{}{}:
+		return true, true
+	case <-t.C:
+		return false, true
+	case <-ctx.Done():
+		return false, false
 	}
 }
 

@@ -54,6 +54,8 @@ type Executor struct {
 	// stop, so that polls then commit on their own.
 	commitQ    chan *pendingCommit
 	committing context.Context
+	// commitTurn is held by the batch committing (see slowCommit).
+	commitTurn chan struct{}
 
 	mu       sync.Mutex
 	handlers map[tasks.Type]handler
@@ -100,6 +102,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Executor {
 		wake:       make(chan struct{}, 1),
 		listening:  make(chan struct{}),
 		commitQ:    make(chan *pendingCommit),
+		commitTurn: make(chan struct{}, 1),
 		committing: stopped,
 		handlers:   map[tasks.Type]handler{},
 		inflight:   map[tasks.ID]*flight{},
