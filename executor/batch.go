@@ -32,7 +32,7 @@ const committers = 3
 // transaction, a statement_timeout) must not hold up every other poll.
 const slowCommit = 50 * time.Millisecond
 
-const commitSQL = `SELECT polled, superseded FROM corotask.commit_polls($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+const commitSQL = `SELECT polled, superseded FROM corotask.commit_polls($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 // committedAs is what became of a poll's outcome at its commit.
 type committedAs uint8
@@ -202,10 +202,14 @@ func (e *Executor) commitArgs(batch []*pendingCommit) ([]any, error) {
 		results = make([][]byte, n)
 		effects = make([][]byte, n)
 		history = make([]int16, n)
+		// The parents, as claimed: the commit locks those it tells of an
+		// end without looking them up.
+		parents = make([]pgtype.UUID, n)
 	)
 	for i, p := range batch {
 		c, out := p.c, p.out
 		ids[i], claims[i], history[i] = c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, p.history
+		parents[i] = pgtype.UUID{Bytes: c.parent, Valid: !c.parent.IsZero()}
 		states[i], taken[i], actions[i] = out.state, int32(out.taken), out.action.sqlName()
 		sleeps[i], results[i] = out.action.sleep.Seconds(), out.result
 		if out.action.kind == actUntil {
@@ -230,5 +234,5 @@ func (e *Executor) commitArgs(batch []*pendingCommit) ([]any, error) {
 		effects[i] = b
 	}
 	return []any{ids, claims, states, taken, actions, sleeps, ats, results, effects, history,
-		e.cfg.HistoryKeepFirst, e.cfg.HistoryKeepLast}, nil
+		e.cfg.HistoryKeepFirst, e.cfg.HistoryKeepLast, parents}, nil
 }

@@ -11,4 +11,4 @@ const functionsRelease = 4
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "8c916603270fe9e7d18e4bd6e8334d3a6599a7155c0ee97a2004fb6f193b88a7"
+const functionsSum = "98d4307ec70cfca24e595a3bd783fe45e1cf9c364c235ed78c51038da5156d3c"

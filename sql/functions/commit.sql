@@ -25,6 +25,9 @@
 -- history is trimmed to its first p_keep_first and last p_keep_last attempts
 -- (see corotask.trim_history).
 --
+-- p_parents[i] is the parent of p_tasks[i] (NULL: none), as the executor
+-- claimed it; a NULL p_parents has them looked up (the form without it).
+--
 -- It returns the tasks whose claim still matched, each with whether its poll
 -- was superseded; the others are unchanged.
 CREATE OR REPLACE FUNCTION corotask.commit_polls(
@@ -39,7 +42,8 @@ CREATE OR REPLACE FUNCTION corotask.commit_polls(
     p_effects    jsonb[],
     p_history    smallint[],
     p_keep_first integer,
-    p_keep_last  integer
+    p_keep_last  integer,
+    p_parents    uuid[]
 ) RETURNS TABLE (polled uuid, superseded boolean)
 LANGUAGE plpgsql SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
@@ -71,11 +75,15 @@ BEGIN
         FROM unnest(p_effects) AS f(eff), jsonb_array_elements(f.eff -> 'send') AS s(e)
         WHERE f.eff ? 'send'
         UNION
-        -- A subquery per task: one probe of the primary key each, in any plan.
+        SELECT u.parent FROM unnest(p_parents, p_actions) AS u(parent, action)
+        WHERE u.action = 'done' AND u.parent IS NOT NULL
+        UNION
+        -- Without p_parents, a subquery per task: one probe of the primary
+        -- key each, in any plan.
         SELECT d.parent_id FROM (
             SELECT (SELECT p.parent_id FROM corotask.tasks p WHERE p.task_id = u.task_id) AS parent_id
             FROM unnest(p_tasks, p_actions) AS u(task_id, action)
-            WHERE u.action = 'done'
+            WHERE p_parents IS NULL AND u.action = 'done'
         ) d WHERE d.parent_id IS NOT NULL
     ) o;
     IF others IS NOT NULL THEN
@@ -208,6 +216,27 @@ BEGIN
         PERFORM corotask.deliver_all(parents, completions);
     END IF;
 END
+$$;
+
+-- The form of executors before the parents were passed (functions release
+-- 3): it looks them up.
+CREATE OR REPLACE FUNCTION corotask.commit_polls(
+    p_tasks      uuid[],
+    p_claims     uuid[],
+    p_states     jsonb[],
+    p_taken      integer[],
+    p_actions    text[],
+    p_sleeps     float8[],
+    p_ats        timestamptz[],
+    p_results    jsonb[],
+    p_effects    jsonb[],
+    p_history    smallint[],
+    p_keep_first integer,
+    p_keep_last  integer
+) RETURNS TABLE (polled uuid, superseded boolean)
+LANGUAGE sql SET search_path = '' AS $$
+    SELECT * FROM corotask.commit_polls(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats,
+        p_results, p_effects, p_history, p_keep_first, p_keep_last, NULL::uuid[])
 $$;
 
 -- release_claims gives claims back without counting a failure: the tasks are
