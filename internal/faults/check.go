@@ -31,6 +31,9 @@ type Ledger struct {
 	SeqGaps        int // tasks whose committed polls do not number 1..N
 	StateMismatch  int // tasks whose stored Polls counter is not the number of committed polls
 	Overlaps       int // committed polls that began before the previous one committed
+	// AwaitedPolls counts the committed polls, among those the history
+	// keeps, that returned AwaitChildren: the workload exercised it.
+	AwaitedPolls int
 
 	Anomalies []string // what pollers saw that must not happen (at most 20)
 	Unended   []string // tasks that did not end (at most 20)
@@ -214,6 +217,10 @@ func Check(ctx context.Context, db tasks.DB) (*Ledger, error) {
 	FROM per_task`, string(TypeDoomed)).Scan(&l.CommittedPolls, &l.DoubleCommits, &l.SeqGaps, &l.StateMismatch); err != nil {
 		return nil, fmt.Errorf("check polls: %w", err)
 	}
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM corotask.history WHERE outcome = 'committed' AND action = 'await'`).
+		Scan(&l.AwaitedPolls); err != nil {
+		return nil, fmt.Errorf("check awaited polls: %w", err)
+	}
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM (
 	    SELECT started_at, lag(committed_at) OVER (PARTITION BY task_id ORDER BY seq, committed_at) AS prev
 	    FROM faults.polls) p
@@ -264,8 +271,8 @@ func (l *Ledger) String() string {
 	}
 	fmt.Fprintf(&b, "completions: %d children, exactly one %d, missing %d, extra %d\n",
 		l.Children, l.CompletionsOnce, l.CompletionsMissing, l.CompletionsExtra)
-	fmt.Fprintf(&b, "committed polls: %d, double commits %d, sequence gaps %d, state mismatches %d, overlaps %d\n",
-		l.CommittedPolls, l.DoubleCommits, l.SeqGaps, l.StateMismatch, l.Overlaps)
+	fmt.Fprintf(&b, "committed polls: %d, double commits %d, sequence gaps %d, state mismatches %d, overlaps %d; %d recorded awaiting their children\n",
+		l.CommittedPolls, l.DoubleCommits, l.SeqGaps, l.StateMismatch, l.Overlaps, l.AwaitedPolls)
 	fmt.Fprintf(&b, "anomalies: %d\n", len(l.Anomalies))
 	return b.String()
 }

@@ -212,6 +212,7 @@ func TestFaults(t *testing.T) {
 	require.Zero(t, r.Ledger.Total.Lost)
 	require.Zero(t, r.Ledger.Total.Duplicated)
 	require.Positive(t, r.Ledger.CommittedPolls)
+	require.Positive(t, r.Ledger.AwaitedPolls, "no poll awaited its children")
 	injected := r.Faults()
 	for _, k := range []string{faults.FaultDecodePanic, faults.FaultCommitPanic, faults.FaultLockWait, faults.FaultPoison} {
 		require.Positive(t, injected[k], "no %s injected", k)

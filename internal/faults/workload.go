@@ -344,7 +344,23 @@ func (w *Worker) pollNode(ctx context.Context, t *executor.Task[NodeState, Msg])
 	if s.Intro && len(s.Siblings) > 0 && s.Sent < SiblingMessages {
 		return executor.Sleep(time.Duration(w.intn(30)) * time.Millisecond), nil
 	}
+	// Half the nodes wait for their children with AwaitChildren (woken by
+	// the last one's end, a failed or canceled one, or any other message),
+	// the others with Suspend (woken by each).
+	if t.ID[15]%2 == 0 && waitsForKids(s) {
+		return executor.AwaitChildren(), nil
+	}
 	return executor.Suspend(), nil
+}
+
+// waitsForKids reports whether a child of the node has not ended yet.
+func waitsForKids(s *NodeState) bool {
+	for _, outcome := range s.Kids {
+		if outcome == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // finished reports whether a node has done all it has to.
@@ -360,12 +376,7 @@ func (w *Worker) finished(s *NodeState) bool {
 			return false
 		}
 	}
-	for _, outcome := range s.Kids {
-		if outcome == "" {
-			return false
-		}
-	}
-	return true
+	return !waitsForKids(s)
 }
 
 // pollDoomed is the poller of TypeDoomed: it always fails.
