@@ -228,33 +228,15 @@ func TestAwaitChildrenCountsARestartedChild(t *testing.T) {
 }
 
 // Across executors committing concurrently, each parent of a fan-out is
-// polled exactly twice: once to spawn, once when its last child has ended.
+// polled exactly twice: once to spawn, once when its last child has ended
+// (a parent woken before would await again, and be polled a third time).
 func TestAwaitChildrenFanInAcrossExecutors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
 	var polls atomic.Int64
-	fibAwait := executor.PollerFunc[fibState, int](func(ctx context.Context, t *executor.Task[fibState, int]) (executor.Action, error) {
-		polls.Add(1)
-		s := &t.State
-		if !s.Started {
-			s.Started = true
-			if s.N < 2 {
-				return executor.DoneWith(s.N), nil
-			}
-			t.Spawn("fib", fibState{N: s.N - 1}, nil)
-			t.Spawn("fib", fibState{N: s.N - 2}, nil)
-			return executor.AwaitChildren(), nil
-		}
-		if t.Inbox.Len() != 2 {
-			return executor.Action{}, errors.New("woken before both children ended")
-		}
-		for m, ok := t.Inbox.Pop(); ok; m, ok = t.Inbox.Pop() {
-			s.Sum += m.Body
-		}
-		return executor.DoneWith(s.Sum), nil
-	})
+	fibAwait := fibPoller(executor.AwaitChildren(), &polls)
 	for range 3 {
 		e := executor.New(testdb.Pool(t, url), fastConfig(t))
 		executor.Register(e, "fib", fibAwait)

@@ -87,34 +87,43 @@ type fibState struct {
 	Sum     int
 }
 
-var fib = executor.PollerFunc[fibState, int](func(ctx context.Context, t *executor.Task[fibState, int]) (executor.Action, error) {
-	s := &t.State
-	if !s.Started {
-		s.Started = true
-		if s.N < 2 {
-			return executor.DoneWith(s.N), nil
+var fib = fibPoller(executor.Suspend(), nil)
+
+// fibPoller computes fib(N) with a tree of tasks whose parents wait for
+// their children with wait; polls, when not nil, counts the polls.
+func fibPoller(wait executor.Action, polls *atomic.Int64) executor.PollerFunc[fibState, int] {
+	return func(ctx context.Context, t *executor.Task[fibState, int]) (executor.Action, error) {
+		if polls != nil {
+			polls.Add(1)
 		}
-		t.Spawn("fib", fibState{N: s.N - 1}, nil)
-		t.Spawn("fib", fibState{N: s.N - 2}, nil)
-		s.Waiting = 2
-		return executor.Suspend(), nil
-	}
-	for {
-		m, ok := t.Inbox.Pop()
-		if !ok {
-			break
+		s := &t.State
+		if !s.Started {
+			s.Started = true
+			if s.N < 2 {
+				return executor.DoneWith(s.N), nil
+			}
+			t.Spawn("fib", fibState{N: s.N - 1}, nil)
+			t.Spawn("fib", fibState{N: s.N - 2}, nil)
+			s.Waiting = 2
+			return wait, nil
 		}
-		if !m.Done || m.Err != "" {
-			return executor.Action{}, fmt.Errorf("unexpected message %+v", m)
+		for {
+			m, ok := t.Inbox.Pop()
+			if !ok {
+				break
+			}
+			if !m.Done || m.Err != "" {
+				return executor.Action{}, fmt.Errorf("unexpected message %+v", m)
+			}
+			s.Sum += m.Body
+			s.Waiting--
 		}
-		s.Sum += m.Body
-		s.Waiting--
+		if s.Waiting == 0 {
+			return executor.DoneWith(s.Sum), nil
+		}
+		return wait, nil
 	}
-	if s.Waiting == 0 {
-		return executor.DoneWith(s.Sum), nil
-	}
-	return executor.Suspend(), nil
-})
+}
 
 func TestFibonacciFanOutFanInAcrossExecutors(t *testing.T) {
 	t.Parallel()
