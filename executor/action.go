@@ -46,8 +46,9 @@ func SleepUntil(t time.Time) Action { return Action{kind: actUntil, at: t} }
 func Suspend() Action { return Action{kind: actSuspend} }
 
 // AwaitChildren polls the task again when all its children have ended, or
-// sooner when one of them fails or is canceled (its completion has Err set),
-// or when a message that is not a completion arrives. It is the fan-in of a
+// sooner when one of them ends without a result (it failed for good, past
+// its type's MaxFailures, or was canceled: its completion has Err set), or
+// when a message that is not a completion arrives. It is the fan-in of a
 // workflow: a task that spawns N children and awaits them is polled once
 // more, with their N completion messages in its inbox, instead of once per
 // completion (or batch of completions) as with Suspend, and still hears of a

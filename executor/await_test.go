@@ -64,11 +64,14 @@ func newAwaitFixture(t *testing.T, children int) *awaitFixture {
 			}
 		}
 		f.polls = append(f.polls, popped)
-		if slices.Contains(popped, "message finish") {
+		switch {
+		case slices.Contains(popped, "message finish"):
 			return executor.Done(), nil
+		case slices.Contains(popped, "message boom"):
+			return executor.Action{}, errors.New("gather failed")
 		}
 		return executor.AwaitChildren(), nil
-	}))
+	}), executor.MaxFailures(1))
 	executor.Register(f.children, "step", executor.PollerFunc[any, string](func(ctx context.Context, t *executor.Task[any, string]) (executor.Action, error) {
 		m, ok := t.Inbox.Pop()
 		switch {
@@ -225,6 +228,34 @@ func TestAwaitChildrenCountsARestartedChild(t *testing.T) {
 	f.end(t, 0, "done")
 	require.Equal(t, 1, f.pollParents(t))
 	require.Equal(t, [][]string{{"ended: step failed"}, {"done", "done"}}, f.polls)
+}
+
+// A parent restarted after it failed for good counts its children anew:
+// those that ended meanwhile (their completions had nobody to go to) are not
+// awaited.
+func TestAwaitChildrenOfARestartedParent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newAwaitFixture(t, 2)
+	parent := f.start(t)
+	require.NoError(t, inbox.Send(ctx, f.db, parent, tasks.ID{}, "boom"))
+	n, err := f.parents.PollOnce(ctx)
+	require.ErrorContains(t, err, "gather failed")
+	require.Equal(t, 1, n)
+	require.Equal(t, tasks.StatusFailed, f.status(t, parent))
+	f.end(t, 0, "done") // told nobody: its parent has ended
+
+	require.NoError(t, tasks.Restart(ctx, f.db, parent))
+	_, err = tasks.DropMessage(ctx, f.db, parent, 1) // its "boom"
+	require.NoError(t, err)
+	task, err := tasks.Get(ctx, f.db, parent)
+	require.NoError(t, err)
+	require.Equal(t, 1, task.LiveChildren)
+	require.Equal(t, 1, f.pollParents(t))
+	require.Equal(t, tasks.StatusSuspended, f.status(t, parent), "it awaits the child still running")
+	f.end(t, 1, "done")
+	require.Equal(t, 1, f.pollParents(t))
+	require.Equal(t, [][]string{{"message boom"}, nil, {"done"}}, f.polls)
 }
 
 // Across executors committing concurrently, each parent of a fan-out is

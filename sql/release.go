@@ -11,4 +11,4 @@ const functionsRelease = 4
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "98d4307ec70cfca24e595a3bd783fe45e1cf9c364c235ed78c51038da5156d3c"
+const functionsSum = "50a2c6db0ffad9211caff44139a0a3610d00d2f7f02c1eecb6266ee71a44f9fa"

@@ -27,10 +27,11 @@ type Task struct {
 	// Attempts is the number of the task's last attempt: its claims, and
 	// operator actions on it (see History).
 	Attempts int
-	// LiveChildren is how many of the task's children have not ended, and
+	// LiveChildren is how many of the task's children have not ended (kept
+	// while the task lives; for an ended task, as it was when it ended), and
 	// AwaitingChildren whether its last poll returned AwaitChildren (a
 	// suspended task that awaits its children is woken by the last one's
-	// end, or by another message).
+	// end, by one that ends without a result, or by another message).
 	LiveChildren     int
 	AwaitingChildren bool
 	// ClaimedBy is the executor holding the task's claim (see Executors),

@@ -84,6 +84,7 @@ BEGIN
             SELECT (SELECT p.parent_id FROM corotask.tasks p WHERE p.task_id = u.task_id) AS parent_id
             FROM unnest(p_tasks, p_actions) AS u(task_id, action)
             WHERE p_parents IS NULL AND u.action = 'done'
+            OFFSET 0 -- not flattened: the probe runs once per task, not in the filter again
         ) d WHERE d.parent_id IS NOT NULL
     ) o;
     IF others IS NOT NULL THEN

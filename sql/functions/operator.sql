@@ -117,12 +117,22 @@ $$;
 -- committed state and its inbox, and no failures. Its parent already
 -- received the completion message saying it failed, and is not told of the
 -- restart; when the task ends again, its parent (if still alive) receives
--- another completion message. Its children are as they were.
+-- another completion message. Its children are as they were; it counts
+-- those that have not ended again (the completions of those that ended
+-- while it had failed were dropped), and its parent counts it again.
 CREATE OR REPLACE FUNCTION corotask.restart_task(p_task uuid) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 DECLARE
-    t corotask.tasks := corotask.operator_lock(p_task, 'restart_task', true);
+    t corotask.tasks;
 BEGIN
+    -- The task and its parent (which never changes) are locked in task_id
+    -- order, as commits lock the rows they write, so that a restart and a
+    -- commit that writes both wait for each other instead of deadlocking.
+    PERFORM 1 FROM corotask.tasks
+    WHERE task_id IN (p_task, (SELECT c.parent_id FROM corotask.tasks c WHERE c.task_id = p_task))
+    ORDER BY task_id
+    FOR UPDATE;
+    t := corotask.operator_lock(p_task, 'restart_task', true);
     IF t.outcome IS DISTINCT FROM 'failed' THEN
         RAISE EXCEPTION 'corotask: task % has not failed', p_task
             USING ERRCODE = 'CT422', DETAIL = 'task ' || p_task,
@@ -137,8 +147,13 @@ BEGIN
             USING ERRCODE = 'CT422', DETAIL = 'task ' || p_task,
                   HINT = 'its parent ' || t.parent_id || ' has ended: restart the parent first, or create a new task';
     END IF;
+    -- Its children end under the lock of its row (commit_polls, fail_poll,
+    -- fail_claimed and cancel_task lock the parent of each task they end,
+    -- ended or not), so none ends uncounted.
     UPDATE corotask.tasks SET done_at = NULL, outcome = NULL, result = NULL, wake_at = now(),
-        failures = 0, attempts = attempts + 1
+        failures = 0, attempts = attempts + 1,
+        live_children = (SELECT count(*)::integer FROM corotask.tasks c
+                         WHERE c.parent_id = p_task AND c.done_at IS NULL)
     WHERE task_id = p_task RETURNING * INTO t;
     PERFORM corotask.operator_record(t, 'restart');
     -- Its parent counts it among its live children again (see deliver_all).
