@@ -100,6 +100,23 @@ type HistoryOptions struct {
 	Last int
 }
 
+// LastHistory returns the last n entries of the task's history, oldest
+// first, as History with Last n does, and whether earlier entries are kept
+// too (more): what a page that shows the end of a history says.
+func LastHistory(ctx context.Context, db DB, id ID, n int) (h []HistoryEntry, more bool, err error) {
+	if n <= 0 {
+		return nil, false, fmt.Errorf("task history: n (%d) must be positive", n)
+	}
+	// One more than asked for, to know whether there are more.
+	if h, err = History(ctx, db, id, HistoryOptions{Last: n + 1}); err != nil {
+		return nil, false, err
+	}
+	if len(h) > n {
+		return h[1:], true, nil
+	}
+	return h, false, nil
+}
+
 // History returns the task's history, oldest entry first (by Attempt, then
 // Seq). An executor keeps each task's first and last attempts
 // (Config.HistoryKeepFirst and HistoryKeepLast) and deletes those in

@@ -124,14 +124,11 @@ func loadTask(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v *vi
 			p.Ended += n
 		}
 	}
-	// One more than is shown, to know whether there are more.
-	history, err := tasks.History(ctx, tx, id, tasks.HistoryOptions{Last: maxHistory + 1})
+	history, more, err := tasks.LastHistory(ctx, tx, id, maxHistory)
 	if err != nil {
 		return err
 	}
-	if len(history) > maxHistory {
-		history, p.HistoryMore = history[1:], true
-	}
+	p.HistoryMore = more
 	ids := []tasks.ID{t.ClaimedBy}
 	for _, h := range history {
 		ids = append(ids, h.Executor)

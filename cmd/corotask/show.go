@@ -54,6 +54,7 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 				t        *tasks.Task
 				children map[tasks.Status]int
 				h        []tasks.HistoryEntry
+				more     bool
 				hosts    map[tasks.ID]tasks.Executor
 				now      time.Time
 			)
@@ -65,8 +66,7 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 				if children, err = countChildren(ctx, tx, id); err != nil {
 					return err
 				}
-				// One more than shown, to know whether there are more.
-				if h, err = tasks.History(ctx, tx, id, tasks.HistoryOptions{Last: showHistory + 1}); err != nil {
+				if h, more, err = tasks.LastHistory(ctx, tx, id, showHistory); err != nil {
 					return err
 				}
 				hosts, err = executorsByID(ctx, tx)
@@ -74,10 +74,6 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 			})
 			if err != nil {
 				return taskError(err)
-			}
-			more := len(h) > showHistory
-			if more {
-				h = h[1:]
 			}
 			if *asJSON {
 				out := showJSON{
