@@ -11,4 +11,4 @@ const functionsRelease = 4
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "50a2c6db0ffad9211caff44139a0a3610d00d2f7f02c1eecb6266ee71a44f9fa"
+const functionsSum = "01a6ce4347115c15ff90471dd3a9899b9e9780f4fedabbb46c998abe060c406a"

@@ -112,6 +112,23 @@ BEGIN
 END
 $$;
 
+-- lock_with_parent locks a task's row and its parent's (which never
+-- changes), in task_id order, as commit_polls locks the rows it writes: the
+-- functions that end a task or restart one write both, and must neither
+-- deadlock with a commit nor let the parent's count of live children miss
+-- a child that ends meanwhile (see restart_task).
+-- (plpgsql: PERFORM reads every row, where the last SELECT of an sql
+-- function may stop at the first.)
+CREATE OR REPLACE FUNCTION corotask.lock_with_parent(p_task uuid) RETURNS void
+LANGUAGE plpgsql SET search_path = '' AS $$
+BEGIN
+    PERFORM 1 FROM corotask.tasks t
+    WHERE t.task_id IN (p_task, (SELECT p.parent_id FROM corotask.tasks p WHERE p.task_id = p_task))
+    ORDER BY t.task_id
+    FOR UPDATE;
+END
+$$;
+
 -- refuse_undelivered raises CT404 or CT410 for the first of p_to that is not
 -- in p_delivered: a message is never dropped silently.
 CREATE OR REPLACE FUNCTION corotask.refuse_undelivered(p_to uuid[], p_delivered uuid[]) RETURNS void

@@ -32,14 +32,8 @@ BEGIN
     IF p_task IS NULL THEN
         RAISE EXCEPTION 'corotask: cancel_task needs a task id' USING ERRCODE = '22004';
     END IF;
-    -- The task and its parent (which never changes, and which it tells of
-    -- its end) are locked in task_id order first, as commits do, so that the
-    -- parent's count of live children agrees with a restart of the parent
-    -- at the same moment (see restart_task).
-    PERFORM 1 FROM corotask.tasks
-    WHERE task_id IN (p_task, (SELECT c.parent_id FROM corotask.tasks c WHERE c.task_id = p_task))
-    ORDER BY task_id
-    FOR UPDATE;
+    -- Its parent is told of its end.
+    PERFORM corotask.lock_with_parent(p_task);
     SELECT * INTO root FROM corotask.tasks WHERE task_id = p_task FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'corotask: task % not found', p_task

@@ -37,10 +37,7 @@ BEGIN
     -- As in commit_polls: the task and, when it may end now, its parent are
     -- locked in task_id order before either is written.
     IF p_max_failures > 0 THEN
-        PERFORM 1 FROM corotask.tasks t
-        WHERE t.task_id IN (p_task, (SELECT p.parent_id FROM corotask.tasks p WHERE p.task_id = p_task))
-        ORDER BY t.task_id
-        FOR UPDATE;
+        PERFORM corotask.lock_with_parent(p_task);
     END IF;
     UPDATE corotask.tasks SET
         failures = failures + 1,
@@ -88,10 +85,7 @@ DECLARE
     holder uuid;
     since timestamptz;
 BEGIN
-    PERFORM 1 FROM corotask.tasks t
-    WHERE t.task_id IN (p_task, (SELECT p.parent_id FROM corotask.tasks p WHERE p.task_id = p_task))
-    ORDER BY t.task_id
-    FOR UPDATE;
+    PERFORM corotask.lock_with_parent(p_task);
     UPDATE corotask.tasks SET
         inbox = inbox || inbox_next,
         inbox_next = '{}',

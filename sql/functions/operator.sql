@@ -125,13 +125,8 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 DECLARE
     t corotask.tasks;
 BEGIN
-    -- The task and its parent (which never changes) are locked in task_id
-    -- order, as commits lock the rows they write, so that a restart and a
-    -- commit that writes both wait for each other instead of deadlocking.
-    PERFORM 1 FROM corotask.tasks
-    WHERE task_id IN (p_task, (SELECT c.parent_id FROM corotask.tasks c WHERE c.task_id = p_task))
-    ORDER BY task_id
-    FOR UPDATE;
+    -- Its parent counts it again.
+    PERFORM corotask.lock_with_parent(p_task);
     t := corotask.operator_lock(p_task, 'restart_task', true);
     IF t.outcome IS DISTINCT FROM 'failed' THEN
         RAISE EXCEPTION 'corotask: task % has not failed', p_task
@@ -147,9 +142,9 @@ BEGIN
             USING ERRCODE = 'CT422', DETAIL = 'task ' || p_task,
                   HINT = 'its parent ' || t.parent_id || ' has ended: restart the parent first, or create a new task';
     END IF;
-    -- Its children end under the lock of its row (commit_polls, fail_poll,
-    -- fail_claimed and cancel_task lock the parent of each task they end,
-    -- ended or not), so none ends uncounted.
+    -- Its children end under the lock of its row (commit_polls locks the
+    -- parent of each task it ends, ended or not; fail_poll, fail_claimed
+    -- and cancel_task call lock_with_parent), so none ends uncounted.
     UPDATE corotask.tasks SET done_at = NULL, outcome = NULL, result = NULL, wake_at = now(),
         failures = 0, attempts = attempts + 1,
         live_children = (SELECT count(*)::integer FROM corotask.tasks c
