@@ -52,3 +52,71 @@ func TestCommitPollsWithoutParents(t *testing.T) {
 	require.JSONEq(t, "7", string(m.Body))
 	require.Zero(t, p.LiveChildren)
 }
+
+// A spawn with a claim token, committed with an executor, is created claimed
+// by that executor as a claim would leave it; one without, or a commit
+// without an executor, creates the child ready.
+func TestCommitPollsCreatesClaimedChildren(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "p"})
+	require.NoError(t, err)
+	var claim string
+	require.NoError(t, db.QueryRow(ctx, `UPDATE corotask.tasks SET claim = gen_random_uuid(), heartbeat = now(),
+		claim_expires_at = now() + interval '1 minute', attempts = 1 WHERE task_id = $1 RETURNING claim::text`, parent).Scan(&claim))
+	eager, ready := tasks.NewID(), tasks.NewID()
+	executorID, token := tasks.NewID(), tasks.NewID()
+	effects, err := json.Marshal(map[string]any{"spawn": []map[string]any{
+		{"id": eager.UUID(), "type": "c", "state": 1, "claim": token.UUID()},
+		{"id": ready.UUID(), "type": "c", "state": 2},
+	}})
+	require.NoError(t, err)
+
+	var polled tasks.ID
+	var superseded bool
+	require.NoError(t, db.QueryRow(ctx, `SELECT polled, superseded FROM corotask.commit_polls(
+		ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['null'::jsonb], ARRAY[0], ARRAY['await'], ARRAY[0::float8],
+		ARRAY[NULL::timestamptz], ARRAY[NULL::jsonb], ARRAY[$3::jsonb], ARRAY[1::smallint], 20, 100,
+		ARRAY[NULL::uuid], $4::uuid, 30::float8)`,
+		parent, claim, effects, executorID.UUID()).Scan(&polled, &superseded))
+	require.Equal(t, parent, polled)
+
+	c, err := tasks.Get(ctx, db, eager)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StatusRunning, c.Status)
+	require.Equal(t, executorID, c.ClaimedBy)
+	require.NotNil(t, c.ClaimedAt)
+	require.Equal(t, 1, c.Attempts, "its first attempt, as a claim counts it")
+	var expiresIn float64
+	var gotToken string
+	require.NoError(t, db.QueryRow(ctx, `SELECT extract(epoch FROM claim_expires_at - heartbeat), claim::text
+		FROM corotask.tasks WHERE task_id = $1`, eager).Scan(&expiresIn, &gotToken))
+	require.InDelta(t, 30, expiresIn, 0.001)
+	require.Equal(t, token.UUID(), gotToken)
+
+	r, err := tasks.Get(ctx, db, ready)
+	require.NoError(t, err)
+	require.Contains(t, []tasks.Status{tasks.StatusReady, tasks.StatusUnserved}, r.Status, "no claim token: created ready")
+	require.Zero(t, r.Attempts)
+	require.True(t, r.ClaimedBy.IsZero())
+
+	p, err := tasks.Get(ctx, db, parent)
+	require.NoError(t, err)
+	require.Equal(t, 2, p.LiveChildren)
+
+	// Without an executor (the form of release 4), a token is ignored.
+	require.NoError(t, db.QueryRow(ctx, `UPDATE corotask.tasks SET claim = gen_random_uuid(), heartbeat = now(),
+		claim_expires_at = now() + interval '1 minute', attempts = 2 WHERE task_id = $1 RETURNING claim::text`, parent).Scan(&claim))
+	other := tasks.NewID()
+	effects, err = json.Marshal(map[string]any{"spawn": []map[string]any{{"id": other.UUID(), "type": "c", "claim": token.UUID()}}})
+	require.NoError(t, err)
+	require.NoError(t, db.QueryRow(ctx, `SELECT polled FROM corotask.commit_polls(
+		ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['null'::jsonb], ARRAY[0], ARRAY['await'], ARRAY[0::float8],
+		ARRAY[NULL::timestamptz], ARRAY[NULL::jsonb], ARRAY[$3::jsonb], ARRAY[1::smallint], 20, 100,
+		ARRAY[NULL::uuid])`, parent, claim, effects).Scan(&polled))
+	o, err := tasks.Get(ctx, db, other)
+	require.NoError(t, err)
+	require.Contains(t, []tasks.Status{tasks.StatusReady, tasks.StatusUnserved}, o.Status)
+	require.Zero(t, o.Attempts)
+}

@@ -7,8 +7,8 @@ package sql
 // deploy, an older build that starts after a newer one keeps the newer
 // functions (a function's signature never changes without a migration, which
 // an older build refuses, so they serve it too).
-const functionsRelease = 4
+const functionsRelease = 5
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "01a6ce4347115c15ff90471dd3a9899b9e9780f4fedabbb46c998abe060c406a"
+const functionsSum = "6ddff79e9afb1891f1b1d0971c98d65ee317e2b0acce49bc03ac7aea39986152"

@@ -28,6 +28,12 @@
 -- p_parents[i] is the parent of p_tasks[i] (NULL: none), as the executor
 -- claimed it; a NULL p_parents has them looked up (the form without it).
 --
+-- A spawned child with a "claim" token is created claimed by executor
+-- p_claimed_by, for p_claim_secs, as a claim statement would leave it (its
+-- first attempt): the executor whose poll spawned it polls it next, without a
+-- claim statement (see executor.Config.DisableEagerChildren). Without
+-- p_claimed_by, every child is created ready.
+--
 -- It returns the tasks whose claim still matched, each with whether its poll
 -- was superseded; the others are unchanged.
 CREATE OR REPLACE FUNCTION corotask.commit_polls(
@@ -43,7 +49,9 @@ CREATE OR REPLACE FUNCTION corotask.commit_polls(
     p_history    smallint[],
     p_keep_first integer,
     p_keep_last  integer,
-    p_parents    uuid[]
+    p_parents    uuid[],
+    p_claimed_by uuid,
+    p_claim_secs float8
 ) RETURNS TABLE (polled uuid, superseded boolean)
 LANGUAGE plpgsql SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
@@ -192,13 +200,21 @@ BEGIN
             RAISE EXCEPTION 'corotask: parent task % has ended', ended_spawner
                 USING ERRCODE = 'CT410', DETAIL = 'parent ' || ended_spawner;
         END IF;
-        INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, inbox, trace)
+        INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, inbox, trace,
+            claim, heartbeat, claim_expires_at, attempts, claimed_by, claimed_at)
         SELECT (s.e ->> 'id')::uuid, s.e ->> 'type', x.parent, s.e -> 'state', now(),
                CASE WHEN s.e ? 'msg' THEN ARRAY[corotask.envelope(x.parent, s.e -> 'msg')]
                     ELSE '{}'::jsonb[] END,
-               s.e -> 'trace'
+               s.e -> 'trace',
+               c.claim,
+               CASE WHEN c.claim IS NOT NULL THEN now() END,
+               CASE WHEN c.claim IS NOT NULL THEN now() + make_interval(secs => p_claim_secs) END,
+               CASE WHEN c.claim IS NULL THEN 0 ELSE 1 END,
+               CASE WHEN c.claim IS NOT NULL THEN p_claimed_by END,
+               CASE WHEN c.claim IS NOT NULL THEN now() END
         FROM unnest(spawners, effects) WITH ORDINALITY AS x(parent, eff, k),
-             jsonb_array_elements(x.eff -> 'spawn') WITH ORDINALITY AS s(e, n)
+             jsonb_array_elements(x.eff -> 'spawn') WITH ORDINALITY AS s(e, n),
+             LATERAL (SELECT CASE WHEN p_claimed_by IS NOT NULL THEN (s.e ->> 'claim')::uuid END AS claim) c
         WHERE x.eff ? 'spawn'
         ORDER BY x.k, s.n;
         SELECT array_agg((s.e ->> 'to')::uuid ORDER BY x.k, s.n),
@@ -219,6 +235,28 @@ BEGIN
 END
 $$;
 
+-- The form of executors before children could be created claimed
+-- (functions release 4): every child is created ready.
+CREATE OR REPLACE FUNCTION corotask.commit_polls(
+    p_tasks      uuid[],
+    p_claims     uuid[],
+    p_states     jsonb[],
+    p_taken      integer[],
+    p_actions    text[],
+    p_sleeps     float8[],
+    p_ats        timestamptz[],
+    p_results    jsonb[],
+    p_effects    jsonb[],
+    p_history    smallint[],
+    p_keep_first integer,
+    p_keep_last  integer,
+    p_parents    uuid[]
+) RETURNS TABLE (polled uuid, superseded boolean)
+LANGUAGE sql SET search_path = '' AS $$
+    SELECT * FROM corotask.commit_polls(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats,
+        p_results, p_effects, p_history, p_keep_first, p_keep_last, p_parents, NULL::uuid, NULL::float8)
+$$;
+
 -- The form of executors before the parents were passed (functions release
 -- 3): it looks them up.
 CREATE OR REPLACE FUNCTION corotask.commit_polls(
@@ -237,7 +275,7 @@ CREATE OR REPLACE FUNCTION corotask.commit_polls(
 ) RETURNS TABLE (polled uuid, superseded boolean)
 LANGUAGE sql SET search_path = '' AS $$
     SELECT * FROM corotask.commit_polls(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats,
-        p_results, p_effects, p_history, p_keep_first, p_keep_last, NULL::uuid[])
+        p_results, p_effects, p_history, p_keep_first, p_keep_last, NULL::uuid[], NULL::uuid, NULL::float8)
 $$;
 
 -- release_claims gives claims back without counting a failure: the tasks are
