@@ -32,7 +32,7 @@ const committers = 3
 // transaction, a statement_timeout) must not hold up every other poll.
 const slowCommit = 50 * time.Millisecond
 
-const commitSQL = `SELECT polled, superseded FROM corotask.commit_polls($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+const commitSQL = `SELECT polled, superseded FROM corotask.commit_polls($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 
 // committedAs is what became of a poll's outcome at its commit.
 type committedAs uint8
@@ -49,6 +49,9 @@ type pendingCommit struct {
 	out     *outcome
 	history int16      // see typeOptions.history
 	done    chan error // nil: committed or refused by the fence; else the batch failed
+	// childClaims, when set, holds a claim token for each of out.spawns to
+	// create claimed by this executor (zero: created ready); see eager.go.
+	childClaims [][16]byte
 }
 
 // queueCommit hands a poll's outcome to the batch committers and waits for
@@ -128,24 +131,37 @@ func (e *Executor) awaitCommitTurn(ctx context.Context) (held, ok bool) {
 // commitBatch commits a batch in one statement and tells each poll how it went.
 func (e *Executor) commitBatch(ctx context.Context, batch []*pendingCommit) {
 	slices.SortFunc(batch, func(a, b *pendingCommit) int { return bytes.Compare(a.c.id[:], b.c.id[:]) })
+	plan := e.reserveChildren(batch)
 	start := e.hooks.now()
-	err := e.runBatch(ctx, batch)
-	e.hooks.commitDone(ctx, start, len(batch), &err)
+	if plan != nil {
+		plan.at = time.Now()
+	}
+	as, err := e.runBatch(ctx, batch)
+	children := 0
+	switch {
+	case plan == nil:
+	case err == nil:
+		children = e.startChildren(batch, plan, as)
+	default:
+		e.dropChildren(batch, plan)
+	}
+	e.hooks.commitDone(ctx, start, len(batch), children, &err)
 	for _, p := range batch {
 		p.done <- err
 	}
 }
 
-func (e *Executor) runBatch(ctx context.Context, batch []*pendingCommit) error {
+// runBatch commits batch in one statement, and says what became of each poll.
+func (e *Executor) runBatch(ctx context.Context, batch []*pendingCommit) (map[tasks.ID]committedAs, error) {
 	args, err := e.commitArgs(batch)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.HeartbeatTimeout)
 	defer cancel()
 	rows, err := e.pool.Query(ctx, commitSQL, args...)
 	if err != nil {
-		return fmt.Errorf("commit %d polls: %w", len(batch), dberr.Translate(err))
+		return nil, fmt.Errorf("commit %d polls: %w", len(batch), dberr.Translate(err))
 	}
 	as := make(map[tasks.ID]committedAs, len(batch))
 	for rows.Next() {
@@ -153,7 +169,7 @@ func (e *Executor) runBatch(ctx context.Context, batch []*pendingCommit) error {
 		var dropped bool
 		if err := rows.Scan(&id, &dropped); err != nil {
 			rows.Close()
-			return fmt.Errorf("commit %d polls: %w", len(batch), err)
+			return nil, fmt.Errorf("commit %d polls: %w", len(batch), err)
 		}
 		as[id] = committed
 		if dropped {
@@ -161,12 +177,12 @@ func (e *Executor) runBatch(ctx context.Context, batch []*pendingCommit) error {
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("commit %d polls: %w", len(batch), dberr.Translate(err))
+		return nil, fmt.Errorf("commit %d polls: %w", len(batch), dberr.Translate(err))
 	}
 	for _, p := range batch {
 		e.logCommitted(ctx, p.c, p.out, as[p.c.id], p.history)
 	}
-	return nil
+	return as, nil
 }
 
 type spawnJSON struct {
@@ -175,6 +191,7 @@ type spawnJSON struct {
 	State json.RawMessage   `json:"state,omitempty"`
 	Msg   json.RawMessage   `json:"msg,omitempty"`
 	Trace map[string]string `json:"trace,omitempty"`
+	Claim string            `json:"claim,omitempty"` // see eager.go
 }
 
 type sendJSON struct {
@@ -205,6 +222,8 @@ func (e *Executor) commitArgs(batch []*pendingCommit) ([]any, error) {
 		// The parents, as claimed: the commit locks those it tells of an
 		// end without looking them up.
 		parents = make([]pgtype.UUID, n)
+		// The executor that claims the children with a claim token.
+		claimedBy pgtype.UUID
 	)
 	for i, p := range batch {
 		c, out := p.c, p.out
@@ -219,10 +238,15 @@ func (e *Executor) commitArgs(batch []*pendingCommit) ([]any, error) {
 			continue
 		}
 		var eff effectsJSON
-		for _, s := range out.spawns {
+		for j, s := range out.spawns {
 			st, _ := s.State.([]byte)
 			m, _ := s.Message.([]byte)
-			eff.Spawn = append(eff.Spawn, spawnJSON{ID: s.ID.UUID(), Type: s.Type, State: st, Msg: m, Trace: out.trace})
+			sp := spawnJSON{ID: s.ID.UUID(), Type: s.Type, State: st, Msg: m, Trace: out.trace}
+			if p.childClaims != nil && p.childClaims[j] != ([16]byte{}) {
+				sp.Claim = tasks.ID(p.childClaims[j]).UUID()
+				claimedBy = pgtype.UUID{Bytes: e.id, Valid: true}
+			}
+			eff.Spawn = append(eff.Spawn, sp)
 		}
 		for _, s := range out.sends {
 			eff.Send = append(eff.Send, sendJSON{To: s.to.UUID(), Msg: s.body, Trace: out.trace})
@@ -234,5 +258,5 @@ func (e *Executor) commitArgs(batch []*pendingCommit) ([]any, error) {
 		effects[i] = b
 	}
 	return []any{ids, claims, states, taken, actions, sleeps, ats, results, effects, history,
-		e.cfg.HistoryKeepFirst, e.cfg.HistoryKeepLast, parents}, nil
+		e.cfg.HistoryKeepFirst, e.cfg.HistoryKeepLast, parents, claimedBy, e.cfg.HeartbeatTimeout.Seconds()}, nil
 }

@@ -32,7 +32,7 @@ func (e *Executor) request() claimRequest {
 	defer e.mu.Unlock()
 	// Up to Concurrency polls run, and up to Concurrency more may be
 	// settling (committing); both hold claims the keeper renews.
-	r := claimRequest{total: min(e.cfg.Concurrency-e.polling, 2*e.cfg.Concurrency-len(e.inflight))}
+	r := claimRequest{total: min(e.cfg.Concurrency-e.polling, 2*e.cfg.Concurrency-len(e.inflight)-e.reserved)}
 	if r.total <= 0 {
 		return claimRequest{}
 	}

@@ -81,7 +81,7 @@ func (e *Executor) commitTx(ctx context.Context, c *claimed, out *outcome, histo
 	if err != nil {
 		return err
 	}
-	defer e.hooks.commitDone(ctx, e.hooks.now(), 1, &err)
+	defer e.hooks.commitDone(ctx, e.hooks.now(), 1, 0, &err)
 	as := fenced
 	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		var id tasks.ID

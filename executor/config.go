@@ -54,6 +54,14 @@ type Config struct {
 	// It only does so when the server's autovacuum is off and dead rows pile
 	// up (see Executor.VacuumIfNeeded); it needs to own the table.
 	DisableVacuum bool
+	// DisableEagerChildren leaves every child a poll spawns for the next
+	// claim, by any executor. By default, a child of a type this executor
+	// polls, spawned without a message, is created already claimed by this
+	// executor, in the commit that creates it, when a slot is free for it:
+	// it is polled at once, without a claim statement (as Temporal's eager
+	// activities are). Children then go ahead of older ready tasks on this
+	// executor; set this to spread a workflow's children over executors.
+	DisableEagerChildren bool
 	// BackoffMin and BackoffMax bound the delay before a failed task is polled
 	// again: BackoffMin doubled for each consecutive failure, capped at
 	// BackoffMax, with jitter. Defaults 1s and 10m; neither may be negative,

@@ -67,8 +67,15 @@ type Executor struct {
 	perType  map[tasks.Type]int // polls running per type, against MaxConcurrency
 	// lastStaleCheck is when a claim last looked for stale claims.
 	lastStaleCheck time.Time
-	polls          sync.WaitGroup
-	hooks          hookCaller
+	// reserved counts slots held for children a batch's commit creates
+	// claimed (see eager.go); they are counted in polling and perType too.
+	reserved int
+	// pollBase is the parent of the polls' contexts while Run runs; stopping
+	// is set once Run claims no more, and no poll may start after it.
+	pollBase context.Context
+	stopping bool
+	polls    sync.WaitGroup
+	hooks    hookCaller
 }
 
 type flight struct {
@@ -178,6 +185,9 @@ func (e *Executor) Run(ctx context.Context) error {
 	// parent is not cancelable: a cancelable one would keep every poll's
 	// context in a map under one lock, for nothing.
 	pollBase := context.WithoutCancel(ctx)
+	e.mu.Lock()
+	e.pollBase, e.stopping = pollBase, false
+	e.mu.Unlock()
 	bg, stopBg := context.WithCancel(context.WithoutCancel(ctx))
 	var loops sync.WaitGroup
 	goLoop := func(f func(context.Context)) {
@@ -215,6 +225,9 @@ func (e *Executor) Run(ctx context.Context) error {
 		t.Stop()
 	}
 	e.claimLoop(ctx, pollBase)
+	e.mu.Lock()
+	e.stopping = true
+	e.mu.Unlock()
 
 	e.log.Info("corotask: executor stopping", "in_flight", e.inflightCount())
 	if !waitTimeout(&e.polls, e.cfg.ShutdownTimeout) {
@@ -336,16 +349,27 @@ func (e *Executor) start(pollBase context.Context, c *claimed) bool {
 	// Else any earlier flight of the task has returned and its outcome is
 	// written (the task was claimed without a takeover, so its claim was
 	// gone): its goroutine is only forgetting it, and leaves this claim be.
+	f := e.admit(pollBase, c)
+	e.mu.Unlock()
+	e.launch(f)
+	return true
+}
+
+// admit counts c's poll in flight and running. e.mu is held.
+func (e *Executor) admit(pollBase context.Context, c *claimed) *flight {
 	pctx, cancel := context.WithCancelCause(pollBase)
 	f := &flight{c: c, h: e.handlers[c.typ], ctx: pctx, cancel: cancel}
 	e.inflight[c.id] = f
 	e.polling++
 	e.perType[c.typ]++
-	e.mu.Unlock()
-	e.keeper.Add(heartbeat.Claim{Task: c.id, Token: c.claim}, c.claimedAt, cancel)
+	return f
+}
+
+// launch has f's claim renewed and runs its poll in a goroutine of its own.
+func (e *Executor) launch(f *flight) {
+	e.keeper.Add(heartbeat.Claim{Task: f.c.id, Token: f.c.claim}, f.c.claimedAt, f.cancel)
 	e.polls.Add(1)
 	go e.run(f)
-	return true
 }
 
 // run polls f's task and settles the outcome, in the poll's own goroutine.

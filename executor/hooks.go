@@ -171,6 +171,10 @@ type CommitInfo struct {
 	Duration time.Duration
 	// Polls is how many polls it carried.
 	Polls int
+	// Children is how many children of those polls it created claimed by
+	// this executor, which polls them at once, without a claim (see
+	// Config.DisableEagerChildren). ClaimInfo does not count them.
+	Children int
 	// Err is why the commit failed, or nil. Polls whose claim was lost do
 	// not fail the commit: they are reported by PollDone.
 	Err error
@@ -312,11 +316,11 @@ func (hc hookCaller) pollDone(pctx context.Context, c *claimed) {
 
 // commitDone reports a commit of polls that began at start, and failed
 // with *err. (A pointer, so that a deferred call sees the final error.)
-func (hc hookCaller) commitDone(ctx context.Context, start time.Time, polls int, err *error) {
+func (hc hookCaller) commitDone(ctx context.Context, start time.Time, polls, children int, err *error) {
 	if hc.h == nil {
 		return
 	}
-	hc.h.CommitDone(ctx, &CommitInfo{Duration: time.Since(start), Polls: polls, Err: *err})
+	hc.h.CommitDone(ctx, &CommitInfo{Duration: time.Since(start), Polls: polls, Children: children, Err: *err})
 }
 
 // heartbeatHook returns the keeper's renewal callback, or nil without hooks.

@@ -25,7 +25,7 @@ func TestNoHooksAllocateNothing(t *testing.T) {
 		hc.committed(c, committed)
 		hc.failed(c, err, false, false, nil)
 		hc.pollDone(pctx, c)
-		hc.commitDone(ctx, start, 1, &err)
+		hc.commitDone(ctx, start, 1, 0, &err)
 	})
 	require.Zero(t, allocs)
 	require.Nil(t, c.hooked)

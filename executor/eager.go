@@ -1,0 +1,154 @@
+package executor
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"time"
+
+	"github.com/corotask/corotask/tasks"
+)
+
+// Eager children: a child spawned by a poll of this executor, of a type it
+// polls, is created already claimed by it, in the commit that creates it,
+// when a slot is free (see Config.DisableEagerChildren). The executor then
+// polls it at once: no claim statement (an index search and an update of
+// the child's row), no wait for the next claim.
+//
+// The slots are reserved before the batch is sent, with the claim tokens
+// the commit writes; once the batch has committed, the children of the polls
+// it kept start in those slots. A batch that fails, or a poll it does not
+// keep (its claim lost, or superseded), creates no child, and its slots are
+// given back. A child whose commit succeeded but whose reply was lost is
+// claimed and never polled here: its claim expires and another claim takes
+// it over, as after a crash between a claim and its poll.
+
+// eagerChild is a child a batch's commit creates claimed by this executor.
+type eagerChild struct {
+	poll  int // the index in the batch of the poll that spawned it ...
+	spawn int // ... and its index among that poll's spawns
+	token [16]byte
+}
+
+// eagerPlan is the children a batch's commit creates claimed, each with a
+// slot reserved for it.
+type eagerPlan struct {
+	children []eagerChild
+	at       time.Time // just before the commit is sent: the claims' age counts from it
+}
+
+// reserveChildren picks the children of batch to create claimed, reserves
+// a slot for each, and marks their spawns with claim tokens (see commitArgs).
+// It returns nil when there are none.
+func (e *Executor) reserveChildren(batch []*pendingCommit) *eagerPlan {
+	if e.cfg.DisableEagerChildren || !spawnsAny(batch) {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopping || e.pollBase == nil {
+		return nil
+	}
+	// The batch's own polls leave the executor's claims when it commits, so
+	// their children may take their places.
+	free := min(e.cfg.Concurrency-e.polling, 2*e.cfg.Concurrency-len(e.inflight)-e.reserved+len(batch))
+	var plan *eagerPlan
+	for i, p := range batch {
+		for j, s := range p.out.spawns {
+			if free <= 0 {
+				return plan
+			}
+			// A child with a message has its envelope stamped by the
+			// database: it is claimed as usual, and polled as stored.
+			if m, _ := s.Message.([]byte); len(m) > 0 {
+				continue
+			}
+			h, ok := e.handlers[s.Type]
+			if !ok {
+				continue
+			}
+			if limit := h.options().concurrency; limit > 0 && e.perType[s.Type] >= limit {
+				continue
+			}
+			if plan == nil {
+				plan = &eagerPlan{}
+			}
+			if p.childClaims == nil {
+				p.childClaims = make([][16]byte, len(p.out.spawns))
+			}
+			_, _ = rand.Read(p.childClaims[j][:])
+			plan.children = append(plan.children, eagerChild{poll: i, spawn: j, token: p.childClaims[j]})
+			e.polling++
+			e.perType[s.Type]++
+			e.reserved++
+			free--
+		}
+	}
+	return plan
+}
+
+func spawnsAny(batch []*pendingCommit) bool {
+	for _, p := range batch {
+		if len(p.out.spawns) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// startChildren starts the polls of plan's children whose spawning poll the
+// batch kept (as), and gives back the slots of the others. It returns how
+// many children the batch created claimed (all given back when the executor
+// is stopping).
+func (e *Executor) startChildren(batch []*pendingCommit, plan *eagerPlan, as map[tasks.ID]committedAs) int {
+	var cs []*claimed
+	traces := map[int][]byte{}
+	for _, k := range plan.children {
+		p := batch[k.poll]
+		if as[p.c.id] != committed {
+			continue
+		}
+		s := p.out.spawns[k.spawn]
+		st, _ := s.State.([]byte)
+		tr, ok := traces[k.poll]
+		if !ok && len(p.out.trace) > 0 {
+			tr, _ = json.Marshal(p.out.trace)
+			traces[k.poll] = tr
+		}
+		cs = append(cs, &claimed{id: s.ID, typ: s.Type, parent: p.c.id, state: st, claim: k.token,
+			attempt: 1, claimedAt: plan.at, trace: tr})
+	}
+	e.mu.Lock()
+	for _, k := range plan.children {
+		typ := batch[k.poll].out.spawns[k.spawn].Type
+		e.polling--
+		e.perType[typ]--
+		e.reserved--
+	}
+	stopping := e.stopping
+	fs := make([]*flight, 0, len(cs))
+	if !stopping {
+		for _, c := range cs {
+			fs = append(fs, e.admit(e.pollBase, c))
+		}
+	}
+	e.mu.Unlock()
+	if stopping && len(cs) > 0 {
+		e.giveBack(cs, 0)
+	}
+	// Run may be waiting for the polls by now: adding to e.polls is still
+	// safe, as the spawning polls are counted there until this batch tells
+	// them it has committed.
+	for _, f := range fs {
+		e.launch(f)
+	}
+	if len(fs) < len(plan.children) {
+		e.signal() // slots given back
+	}
+	return len(cs)
+}
+
+// dropChildren gives back the slots of a plan whose batch failed: none of
+// its children was created.
+func (e *Executor) dropChildren(batch []*pendingCommit, plan *eagerPlan) {
+	e.startChildren(batch, plan, nil)
+}
