@@ -57,9 +57,9 @@ type Hooks struct {
 	ready  *readyGauges
 	reg    metric.Registration
 
-	polls, pollFailures, pollPanics, claimsLost, takenOver, sent, created metric.Int64Counter
-	pollDur, claimDur, commitDur, heartbeatDur                            metric.Float64Histogram
-	claimBatch, commitBatch                                               metric.Int64Histogram
+	polls, pollFailures, pollPanics, claimsLost, takenOver, sent, created, eager metric.Int64Counter
+	pollDur, claimDur, commitDur, heartbeatDur                                   metric.Float64Histogram
+	claimBatch, commitBatch                                                      metric.Int64Histogram
 
 	// Attribute sets and span names, made once per type and outcome.
 	mu    sync.RWMutex
@@ -120,6 +120,7 @@ func New(cfg Config) (*Hooks, error) {
 	h.takenOver = counter("corotask.claims.taken_over", "{claim}", "Claims lost to another executor that took the task over.")
 	h.sent = counter("corotask.messages.sent", "{message}", "Messages sent by committed polls.")
 	h.created = counter("corotask.tasks.created", "{task}", "Child tasks spawned by committed polls.")
+	h.eager = counter("corotask.tasks.eager", "{task}", "Children created claimed by the executor whose commit spawned them, polled without a claim.")
 	h.pollDur = seconds("corotask.poll.duration", "Time a poll ran, not counting its commit.")
 	h.claimDur = seconds("corotask.claim.duration", "Duration of one claim statement.")
 	h.commitDur = seconds("corotask.commit.duration", "Duration of one commit statement.")
@@ -333,10 +334,14 @@ func (h *Hooks) PollDone(ctx context.Context, info *executor.PollInfo, res *exec
 	span.End()
 }
 
-// CommitDone records the commit's duration and batch size.
+// CommitDone records the commit's duration and batch size, and the children
+// it created claimed.
 func (h *Hooks) CommitDone(ctx context.Context, info *executor.CommitInfo) {
 	h.commitDur.Record(ctx, info.Duration.Seconds(), h.attr("", "outcome", outcomeOf(info.Err)))
 	h.commitBatch.Record(ctx, int64(info.Polls))
+	if info.Children > 0 {
+		h.eager.Add(ctx, int64(info.Children))
+	}
 }
 
 // HeartbeatDone records the renewal's duration.

@@ -399,6 +399,46 @@ func run(t *testing.T, e *executor.Executor) (stop func()) {
 	return stop
 }
 
+// Children an executor creates claimed are counted, and so are the claims
+// they save: the parent's two polls are the only tasks claimed.
+func TestEagerChildrenMetric(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	tel := newTelemetry(t, otelcorotask.Config{})
+	cfg := config()
+	cfg.Hooks = tel.hooks
+	e := executor.New(db, cfg)
+	executor.Register(e, "parent", executor.PollerFunc[bool, int](func(ctx context.Context, t *executor.Task[bool, int]) (executor.Action, error) {
+		if t.State {
+			return executor.Done(), nil
+		}
+		t.State = true
+		t.Spawn("kid", nil, nil)
+		t.Spawn("kid", nil, nil)
+		return executor.AwaitChildren(), nil
+	}))
+	executor.Register(e, "kid", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		return executor.DoneWith(1), nil
+	}))
+	parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "parent"})
+	require.NoError(t, err)
+	stop := run(t, e)
+	require.Eventually(t, func() bool {
+		p, err := tasks.Get(ctx, db, parent)
+		require.NoError(t, err)
+		return p.Status == tasks.StatusDone
+	}, 30*time.Second, 10*time.Millisecond)
+	stop()
+
+	m := tel.metrics(t)
+	require.Equal(t, map[string]int64{"": 2}, sums(t, m["corotask.tasks.eager"]))
+	_, claimed := counts[int64](t, m["corotask.claim.batch_size"])
+	require.Equal(t, map[string]int64{"": 2}, claimed)
+	require.Equal(t, map[string]int64{"outcome=committed,task.type=kid": 2, "outcome=committed,task.type=parent": 2},
+		sums(t, m["corotask.polls"]))
+}
+
 func TestConfigIsValidated(t *testing.T) {
 	t.Parallel()
 	_, err := otelcorotask.New(otelcorotask.Config{ReadyInterval: -time.Second})
