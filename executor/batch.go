@@ -143,7 +143,7 @@ func (e *Executor) commitBatch(ctx context.Context, batch []*pendingCommit) {
 	case err == nil:
 		children = e.startChildren(batch, plan, as)
 	default:
-		e.dropChildren(batch, plan)
+		e.dropChildren(batch, plan, err)
 	}
 	e.hooks.commitDone(ctx, start, len(batch), children, &err)
 	for _, p := range batch {

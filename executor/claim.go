@@ -32,7 +32,8 @@ func (e *Executor) request() claimRequest {
 	defer e.mu.Unlock()
 	// Up to Concurrency polls run, and up to Concurrency more may be
 	// settling (committing); both hold claims the keeper renews.
-	r := claimRequest{total: min(e.cfg.Concurrency-e.polling, 2*e.cfg.Concurrency-len(e.inflight)-e.reserved)}
+	// Tasks claimed earlier that wait for a slot (see start) go first.
+	r := claimRequest{total: min(e.cfg.Concurrency-e.polling-len(e.waiting), 2*e.cfg.Concurrency-len(e.inflight)-e.reserved)}
 	if r.total <= 0 {
 		return claimRequest{}
 	}
@@ -43,7 +44,7 @@ func (e *Executor) request() claimRequest {
 			r.all = append(r.all, string(typ))
 			continue
 		}
-		if free := limit - e.perType[typ]; free > 0 {
+		if free := limit - e.perType[typ] - e.waitingPerType[typ]; free > 0 {
 			r.capped = append(r.capped, string(typ))
 			r.caps = append(r.caps, int32(min(free, r.total)))
 			r.all = append(r.all, string(typ))

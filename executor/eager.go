@@ -3,7 +3,10 @@ package executor
 import (
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/corotask/corotask/tasks"
 )
@@ -18,9 +21,14 @@ import (
 // the commit writes; once the batch has committed, the children of the polls
 // it kept start in those slots. A batch that fails, or a poll it does not
 // keep (its claim lost, or superseded), creates no child, and its slots are
-// given back. A child whose commit succeeded but whose reply was lost is
-// claimed and never polled here: its claim expires and another claim takes
-// it over, as after a crash between a claim and its poll.
+// given back. A batch whose reply was lost may have created its children:
+// their claims are released (see dropChildren); if that fails too, they
+// expire and another claim takes them over, as after a crash between a
+// claim and its poll.
+//
+// A claim in flight counted the free slots before it ran; if a batch took
+// some for its children meanwhile, the claimed tasks that no longer fit wait
+// for a slot, their claims renewed (see Executor.start).
 
 // eagerChild is a child a batch's commit creates claimed by this executor.
 type eagerChild struct {
@@ -50,7 +58,8 @@ func (e *Executor) reserveChildren(batch []*pendingCommit) *eagerPlan {
 	}
 	// The batch's own polls leave the executor's claims when it commits, so
 	// their children may take their places.
-	free := min(e.cfg.Concurrency-e.polling, 2*e.cfg.Concurrency-len(e.inflight)-e.reserved+len(batch))
+	// Tasks claimed earlier that wait for a slot go first.
+	free := min(e.cfg.Concurrency-e.polling-len(e.waiting), 2*e.cfg.Concurrency-len(e.inflight)-e.reserved+len(batch))
 	var plan *eagerPlan
 	for i, p := range batch {
 		for j, s := range p.out.spawns {
@@ -66,7 +75,13 @@ func (e *Executor) reserveChildren(batch []*pendingCommit) *eagerPlan {
 			if !ok {
 				continue
 			}
-			if limit := h.options().concurrency; limit > 0 && e.perType[s.Type] >= limit {
+			if limit := h.options().concurrency; limit > 0 && e.perType[s.Type]+e.waitingPerType[s.Type] >= limit {
+				continue
+			}
+			// A child the poll also sends a message to would find it in
+			// inbox_next, not inbox, on its first poll (it is running when
+			// the message is delivered): it is claimed as usual.
+			if messaged(p.out, s.ID) {
 				continue
 			}
 			if plan == nil {
@@ -84,6 +99,16 @@ func (e *Executor) reserveChildren(batch []*pendingCommit) *eagerPlan {
 		}
 	}
 	return plan
+}
+
+// messaged reports whether out sends a message to task id.
+func messaged(out *outcome, id tasks.ID) bool {
+	for _, m := range out.sends {
+		if m.to == id {
+			return true
+		}
+	}
+	return false
 }
 
 func spawnsAny(batch []*pendingCommit) bool {
@@ -142,13 +167,30 @@ func (e *Executor) startChildren(batch []*pendingCommit, plan *eagerPlan, as map
 		e.launch(f)
 	}
 	if len(fs) < len(plan.children) {
-		e.signal() // slots given back
+		// Slots given back. (Adding to e.polls is safe here too.)
+		e.startWaiting()
+		e.signal()
 	}
 	return len(cs)
 }
 
-// dropChildren gives back the slots of a plan whose batch failed: none of
-// its children was created.
-func (e *Executor) dropChildren(batch []*pendingCommit, plan *eagerPlan) {
+// dropChildren gives back the slots of a plan whose batch failed with err.
+// When the server refused the batch, none of its children was created. When
+// the batch's fate is unknown (the connection broke, or the reply did not
+// come in time), it may have committed and created the children claimed by
+// this executor, which will not poll them: their claims are released (a
+// release matches only a claim the commit made), so that they are ready at
+// once rather than taken over, a failure counted, when their claims expire.
+func (e *Executor) dropChildren(batch []*pendingCommit, plan *eagerPlan, err error) {
 	e.startChildren(batch, plan, nil)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
+		return
+	}
+	cs := make([]*claimed, 0, len(plan.children))
+	for _, k := range plan.children {
+		s := batch[k.poll].out.spawns[k.spawn]
+		cs = append(cs, &claimed{id: s.ID, typ: s.Type, parent: batch[k.poll].c.id, claim: k.token})
+	}
+	e.giveBack(cs, 0)
 }

@@ -249,3 +249,90 @@ func TestShutdownReleasesEagerChildren(t *testing.T) {
 		require.Zero(t, c.Failures, "a release is not a failure")
 	}
 }
+
+// Claims and eager children share the slots: a claim counts the free slots
+// before it runs, and a batch may give some to its children meanwhile; the
+// claimed tasks that no longer fit wait for a slot, so Concurrency and
+// MaxConcurrency hold with a backlog of ready children.
+func TestEagerChildrenAndClaimsShareTheSlots(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	cfg := fastConfig(t)
+	cfg.Concurrency = 3
+	e := executor.New(db, cfg)
+	var all, kids gauge
+	root := spawner(1, false)
+	executor.Register(e, "root", executor.PollerFunc[spawnerState, struct{}](func(ctx context.Context, t *executor.Task[spawnerState, struct{}]) (executor.Action, error) {
+		defer all.enter()()
+		return root(ctx, t)
+	}))
+	executor.Register(e, "child", executor.PollerFunc[any, any](func(context.Context, *executor.Task[any, any]) (executor.Action, error) {
+		defer all.enter()()
+		defer kids.enter()()
+		time.Sleep(time.Millisecond) // some work: polls that overlap show
+		return executor.Done(), nil
+	}), executor.MaxConcurrency(1))
+	const n = 300
+	specs := make([]tasks.Spec, 0, 2*n)
+	for range n {
+		specs = append(specs, tasks.Spec{Type: "root"}, tasks.Spec{Type: "child"})
+	}
+	_, err := tasks.CreateMany(ctx, db, specs)
+	require.NoError(t, err)
+	start(t, e)
+	waitFor(t, "every task done", func() bool {
+		list, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.StatusDone, Limit: 3*n + 1})
+		require.NoError(t, err)
+		return len(list) == 3*n
+	})
+	require.LessOrEqual(t, all.peak.Load(), int64(3))
+	require.Equal(t, int64(1), kids.peak.Load())
+}
+
+// A child its parent messages in the poll that spawns it finds the message
+// in its inbox at its first poll: it is not created claimed (a message to a
+// running task waits in inbox_next).
+func TestChildMessagedByItsSpawnerIsNotEager(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	cfg := fastConfig(t)
+	h := &claimCounter{}
+	cfg.Hooks = h
+	e := executor.New(db, cfg)
+	executor.Register(e, "root", executor.PollerFunc[spawnerState, struct{}](func(ctx context.Context, t *executor.Task[spawnerState, struct{}]) (executor.Action, error) {
+		if t.State.Spawned {
+			return executor.Done(), nil
+		}
+		t.State.Spawned = true
+		t.Send(t.Spawn("child", nil, nil), "after the spawn")
+		t.Spawn("child", nil, nil) // not messaged: eager
+		return executor.AwaitChildren(), nil
+	}))
+	var inboxes sync.Map // child ID -> inbox lengths, by poll
+	executor.Register(e, "child", executor.PollerFunc[any, string](func(ctx context.Context, t *executor.Task[any, string]) (executor.Action, error) {
+		n := 0
+		for {
+			if _, ok := t.Inbox.Pop(); !ok {
+				break
+			}
+			n++
+		}
+		got, _ := inboxes.LoadOrStore(t.ID, &[]int{})
+		*got.(*[]int) = append(*got.(*[]int), n)
+		return executor.Done(), nil
+	}))
+	root, err := tasks.Create(ctx, db, tasks.Spec{Type: "root"})
+	require.NoError(t, err)
+	stop := start(t, e)
+	waitStatus(t, db, root, tasks.StatusDone)
+	stop()
+	require.Equal(t, int64(1), h.children.Load())
+	var polls [][]int
+	inboxes.Range(func(_, v any) bool {
+		polls = append(polls, *v.(*[]int))
+		return true
+	})
+	require.ElementsMatch(t, [][]int{{1}, {0}}, polls, "each child polled once; the messaged one with its message")
+}

@@ -65,6 +65,11 @@ type Executor struct {
 	inflight map[tasks.ID]*flight
 	polling  int                // polls running, counted against Concurrency
 	perType  map[tasks.Type]int // polls running per type, against MaxConcurrency
+	// waiting holds claimed tasks that found no slot (see start), in claim
+	// order, and waitingPerType counts them by type; they are in inflight,
+	// and their claims are renewed.
+	waiting        []*flight
+	waitingPerType map[tasks.Type]int
 	// lastStaleCheck is when a claim last looked for stale claims.
 	lastStaleCheck time.Time
 	// reserved counts slots held for children a batch's commit creates
@@ -84,6 +89,7 @@ type flight struct {
 	ctx      context.Context // the poll's (as the hooks returned it, once it started)
 	cancel   context.CancelCauseFunc
 	settling bool // the poll returned; its outcome is being committed
+	waiting  bool // claimed, waiting for a slot; not polled yet (see start)
 }
 
 // New returns an Executor that works on pool, configured by cfg (see Config
@@ -106,15 +112,16 @@ func New(pool *pgxpool.Pool, cfg Config) *Executor {
 			Timeout: cfg.HeartbeatTimeout, Interval: cfg.HeartbeatInterval, Logger: cfg.Logger,
 			Renewed: hookCaller{cfg.Hooks}.heartbeatHook(),
 		}),
-		wake:       make(chan struct{}, 1),
-		listening:  make(chan struct{}),
-		commitQ:    make(chan *pendingCommit),
-		commitTurn: make(chan struct{}, 1),
-		committing: stopped,
-		handlers:   map[tasks.Type]handler{},
-		inflight:   map[tasks.ID]*flight{},
-		perType:    map[tasks.Type]int{},
-		hooks:      hookCaller{cfg.Hooks},
+		wake:           make(chan struct{}, 1),
+		listening:      make(chan struct{}),
+		commitQ:        make(chan *pendingCommit),
+		commitTurn:     make(chan struct{}, 1),
+		committing:     stopped,
+		handlers:       map[tasks.Type]handler{},
+		inflight:       map[tasks.ID]*flight{},
+		perType:        map[tasks.Type]int{},
+		waitingPerType: map[tasks.Type]int{},
+		hooks:          hookCaller{cfg.Hooks},
 	}
 }
 
@@ -228,6 +235,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	e.mu.Lock()
 	e.stopping = true
 	e.mu.Unlock()
+	e.releaseWaiting()
 
 	e.log.Info("corotask: executor stopping", "in_flight", e.inflightCount())
 	if !waitTimeout(&e.polls, e.cfg.ShutdownTimeout) {
@@ -338,6 +346,11 @@ func (e *Executor) claimLoop(ctx context.Context, pollBase context.Context) {
 // this executor is still polling: that poll's heartbeat went stale and the
 // claim loop took the task again. The old poll's claim is superseded, so it
 // is canceled; the new claim is given back rather than polled twice at once.
+//
+// A task it has no slot for waits for one, its claim renewed: the claim
+// counted the free slots before it ran, and a batch's eager children (see
+// eager.go) may have taken some meanwhile. Concurrency and MaxConcurrency
+// hold, and no claim is given back for it.
 func (e *Executor) start(pollBase context.Context, c *claimed) bool {
 	e.mu.Lock()
 	if old, ok := e.inflight[c.id]; ok && (!old.settling || c.takenOver) {
@@ -349,17 +362,105 @@ func (e *Executor) start(pollBase context.Context, c *claimed) bool {
 	// Else any earlier flight of the task has returned and its outcome is
 	// written (the task was claimed without a takeover, so its claim was
 	// gone): its goroutine is only forgetting it, and leaves this claim be.
+	if e.polling >= e.cfg.Concurrency || e.typeFull(c.typ) {
+		f := e.newFlight(pollBase, c)
+		f.waiting = true
+		e.waiting = append(e.waiting, f)
+		e.waitingPerType[c.typ]++
+		// Renewed from now on; under e.mu, so that the flight cannot start,
+		// end and be removed from the keeper before it is added.
+		e.keeper.Add(heartbeat.Claim{Task: c.id, Token: c.claim}, c.claimedAt, f.cancel)
+		e.mu.Unlock()
+		return true
+	}
 	f := e.admit(pollBase, c)
 	e.mu.Unlock()
 	e.launch(f)
 	return true
 }
 
-// admit counts c's poll in flight and running. e.mu is held.
-func (e *Executor) admit(pollBase context.Context, c *claimed) *flight {
+// typeFull reports whether typ's polls are at its MaxConcurrency. e.mu is
+// held.
+func (e *Executor) typeFull(typ tasks.Type) bool {
+	limit := e.handlers[typ].options().concurrency
+	return limit > 0 && e.perType[typ] >= limit
+}
+
+// startWaiting starts the polls of waiting tasks that now have a slot, in
+// claim order, and forgets those whose claim was lost or canceled while
+// they waited (nothing of them was polled, so nothing is written). It is
+// called where a slot frees, from a poll's own goroutine (counted in
+// e.polls, so that adding to it is safe while Run waits for the polls).
+func (e *Executor) startWaiting() {
+	e.mu.Lock()
+	if len(e.waiting) == 0 || e.stopping {
+		e.mu.Unlock()
+		return
+	}
+	var run, gone []*flight
+	kept := e.waiting[:0]
+	for _, f := range e.waiting {
+		switch {
+		case context.Cause(f.ctx) != nil:
+			delete(e.inflight, f.c.id)
+			gone = append(gone, f)
+		case e.polling < e.cfg.Concurrency && !e.typeFull(f.c.typ):
+			f.waiting = false
+			e.polling++
+			e.perType[f.c.typ]++
+			run = append(run, f)
+		default:
+			kept = append(kept, f)
+			continue
+		}
+		e.waitingPerType[f.c.typ]--
+	}
+	clear(e.waiting[len(kept):])
+	e.waiting = kept
+	e.mu.Unlock()
+	for _, f := range gone {
+		e.keeper.Remove(heartbeat.Claim{Task: f.c.id, Token: f.c.claim})
+	}
+	for _, f := range run {
+		e.polls.Add(1)
+		go e.run(f)
+	}
+}
+
+// releaseWaiting gives back the claims of the tasks still waiting for a
+// slot: Run stops, and no poll starts after it.
+func (e *Executor) releaseWaiting() {
+	e.mu.Lock()
+	fs := e.waiting
+	e.waiting = nil
+	clear(e.waitingPerType)
+	for _, f := range fs {
+		delete(e.inflight, f.c.id)
+	}
+	e.mu.Unlock()
+	if len(fs) == 0 {
+		return
+	}
+	cs := make([]*claimed, len(fs))
+	for i, f := range fs {
+		e.keeper.Remove(heartbeat.Claim{Task: f.c.id, Token: f.c.claim})
+		f.cancel(ErrShutdown)
+		cs[i] = f.c
+	}
+	e.giveBack(cs, 0)
+}
+
+// newFlight counts c's claim in flight. e.mu is held.
+func (e *Executor) newFlight(pollBase context.Context, c *claimed) *flight {
 	pctx, cancel := context.WithCancelCause(pollBase)
 	f := &flight{c: c, h: e.handlers[c.typ], ctx: pctx, cancel: cancel}
 	e.inflight[c.id] = f
+	return f
+}
+
+// admit counts c's poll in flight and running. e.mu is held.
+func (e *Executor) admit(pollBase context.Context, c *claimed) *flight {
+	f := e.newFlight(pollBase, c)
 	e.polling++
 	e.perType[c.typ]++
 	return f
@@ -412,6 +513,7 @@ func (e *Executor) endPoll(f *flight, out *outcome) {
 func (e *Executor) forget(f *flight) {
 	e.done(f.c)
 	f.cancel(nil)
+	e.startWaiting()
 	e.signal()
 	e.polls.Done()
 }
@@ -436,6 +538,7 @@ func (e *Executor) polled(c *claimed) {
 		e.freeSlot(f)
 	}
 	e.mu.Unlock()
+	e.startWaiting()
 	e.signal()
 }
 

@@ -120,3 +120,31 @@ func TestCommitPollsCreatesClaimedChildren(t *testing.T) {
 	require.Contains(t, []tasks.Status{tasks.StatusReady, tasks.StatusUnserved}, o.Status)
 	require.Zero(t, o.Attempts)
 }
+
+// Children claimed by an executor need a claim that expires: a commit
+// without a positive duration is refused, and changes nothing.
+func TestCommitPollsRefusesAClaimWithoutExpiry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "p"})
+	require.NoError(t, err)
+	var claim string
+	require.NoError(t, db.QueryRow(ctx, `UPDATE corotask.tasks SET claim = gen_random_uuid(), heartbeat = now(),
+		claim_expires_at = now() + interval '1 minute', attempts = 1 WHERE task_id = $1 RETURNING claim::text`, parent).Scan(&claim))
+	child := tasks.NewID()
+	effects, err := json.Marshal(map[string]any{"spawn": []map[string]any{{"id": child.UUID(), "type": "c", "claim": tasks.NewID().UUID()}}})
+	require.NoError(t, err)
+	for _, secs := range []any{nil, 0.0, -1.0} {
+		_, err := db.Exec(ctx, `SELECT corotask.commit_polls(
+			ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['null'::jsonb], ARRAY[0], ARRAY['await'], ARRAY[0::float8],
+			ARRAY[NULL::timestamptz], ARRAY[NULL::jsonb], ARRAY[$3::jsonb], ARRAY[1::smallint], 20, 100,
+			ARRAY[NULL::uuid], $4::uuid, $5::float8)`, parent, claim, effects, tasks.NewID().UUID(), secs)
+		require.ErrorContains(t, err, "positive claim duration", "%v", secs)
+	}
+	_, err = tasks.Get(ctx, db, child)
+	require.ErrorIs(t, err, tasks.ErrNotFound)
+	p, err := tasks.Get(ctx, db, parent)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StatusRunning, p.Status, "still claimed, as before the commit")
+}

@@ -11,4 +11,4 @@ const functionsRelease = 5
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "6ddff79e9afb1891f1b1d0971c98d65ee317e2b0acce49bc03ac7aea39986152"
+const functionsSum = "6bb768f74eac721c409bc9fba859ddb646c76a24309b191fff21b199fa078378"

@@ -72,6 +72,11 @@ BEGIN
                WHERE a IS NULL OR a NOT IN ('yield', 'sleep', 'until', 'suspend', 'await', 'done')) THEN
         RAISE EXCEPTION 'corotask: unknown poll action in %', p_actions;
     END IF;
+    -- A claim without an expiry would never be taken over.
+    IF p_claimed_by IS NOT NULL AND NOT coalesce(p_claim_secs > 0, false) THEN
+        RAISE EXCEPTION 'corotask: children claimed by executor % need a positive claim duration, not %',
+            p_claimed_by, p_claim_secs USING ERRCODE = '22023';
+    END IF;
     -- A commit that writes rows beyond its own tasks (messages to other
     -- tasks, completions to parents) locks every row it writes in task_id
     -- order before writing any, so that two such commits wait for each other

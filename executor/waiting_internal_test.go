@@ -1,0 +1,84 @@
+package executor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/tasks"
+)
+
+// A claimed task that finds no free slot waits for one, its claim kept:
+// it starts when a slot frees, is forgotten if canceled meanwhile, and is
+// given back when the executor stops.
+func TestClaimedTaskWaitsForASlot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	e := New(db, Config{Concurrency: 1, Logger: testdb.Logger(t)})
+	release := make(chan struct{})
+	Register(e, "job", PollerFunc[int, int](func(ctx context.Context, t *Task[int, int]) (Action, error) {
+		if t.State == 1 {
+			<-release
+		}
+		return Done(), nil
+	}))
+	var cs []*claimed
+	for i := range 3 {
+		id, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", State: i + 1})
+		require.NoError(t, err)
+		var claim tasks.ID
+		require.NoError(t, db.QueryRow(ctx, `UPDATE corotask.tasks SET claim = gen_random_uuid(), heartbeat = now(),
+			claim_expires_at = now() + interval '1 minute', attempts = 1 WHERE task_id = $1 RETURNING claim`, id).Scan(&claim))
+		cs = append(cs, &claimed{id: id, typ: "job", state: []byte(string(rune('1' + i))), claim: claim, attempt: 1, claimedAt: time.Now()})
+	}
+
+	// The one slot is taken (by an eager child, say) when the claims return.
+	e.mu.Lock()
+	e.polling = 1
+	e.mu.Unlock()
+	for _, c := range cs {
+		require.True(t, e.start(ctx, c))
+	}
+	e.mu.Lock()
+	require.Len(t, e.waiting, 3)
+	require.Len(t, e.inflight, 3)
+	require.Equal(t, 3, e.waitingPerType["job"])
+	e.mu.Unlock()
+	require.Zero(t, e.request().total, "waiting tasks go before a new claim")
+
+	e.cancelTask(cs[1].id)
+	e.mu.Lock()
+	e.polling = 0
+	e.mu.Unlock()
+	e.startWaiting() // the first starts (and holds its slot), the second is forgotten
+	e.mu.Lock()
+	require.Equal(t, 1, e.polling)
+	require.Len(t, e.waiting, 1)
+	require.Same(t, cs[2], e.waiting[0].c)
+	require.NotContains(t, e.inflight, cs[1].id)
+	e.mu.Unlock()
+
+	e.releaseWaiting() // Run stops
+	task, err := tasks.Get(ctx, db, cs[2].id)
+	require.NoError(t, err)
+	require.NotEqual(t, tasks.StatusRunning, task.Status, "given back")
+	e.mu.Lock()
+	require.Empty(t, e.waiting)
+	require.Zero(t, e.waitingPerType["job"])
+	require.NotContains(t, e.inflight, cs[2].id)
+	e.mu.Unlock()
+
+	close(release)
+	e.polls.Wait()
+	task, err = tasks.Get(ctx, db, cs[0].id)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StatusDone, task.Status)
+	e.mu.Lock()
+	require.Zero(t, e.polling)
+	require.Empty(t, e.inflight)
+	e.mu.Unlock()
+}
