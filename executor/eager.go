@@ -62,6 +62,7 @@ func (e *Executor) reserveChildren(batch []*pendingCommit) *eagerPlan {
 	free := min(e.cfg.Concurrency-e.polling-len(e.waiting), 2*e.cfg.Concurrency-len(e.inflight)-e.reserved+len(batch))
 	var plan *eagerPlan
 	for i, p := range batch {
+		var sentTo map[tasks.ID]bool // the poll's recipients, once needed
 		for j, s := range p.out.spawns {
 			if free <= 0 {
 				return plan
@@ -81,7 +82,10 @@ func (e *Executor) reserveChildren(batch []*pendingCommit) *eagerPlan {
 			// A child the poll also sends a message to would find it in
 			// inbox_next, not inbox, on its first poll (it is running when
 			// the message is delivered): it is claimed as usual.
-			if messaged(p.out, s.ID) {
+			if sentTo == nil && len(p.out.sends) > 0 {
+				sentTo = recipients(p.out)
+			}
+			if sentTo[s.ID] {
 				continue
 			}
 			if plan == nil {
@@ -101,14 +105,13 @@ func (e *Executor) reserveChildren(batch []*pendingCommit) *eagerPlan {
 	return plan
 }
 
-// messaged reports whether out sends a message to task id.
-func messaged(out *outcome, id tasks.ID) bool {
+// recipients returns the tasks out sends messages to.
+func recipients(out *outcome) map[tasks.ID]bool {
+	to := make(map[tasks.ID]bool, len(out.sends))
 	for _, m := range out.sends {
-		if m.to == id {
-			return true
-		}
+		to[m.to] = true
 	}
-	return false
+	return to
 }
 
 func spawnsAny(batch []*pendingCommit) bool {
@@ -156,6 +159,8 @@ func (e *Executor) startChildren(batch []*pendingCommit, plan *eagerPlan, as map
 			fs = append(fs, e.admit(e.pollBase, c))
 		}
 	}
+	// The slots of children not created go to tasks waiting for one.
+	run, gone := e.takeWaiting()
 	e.mu.Unlock()
 	if stopping && len(cs) > 0 {
 		e.giveBack(cs, 0)
@@ -166,10 +171,9 @@ func (e *Executor) startChildren(batch []*pendingCommit, plan *eagerPlan, as map
 	for _, f := range fs {
 		e.launch(f)
 	}
+	e.startWaiting(run, gone)
 	if len(fs) < len(plan.children) {
-		// Slots given back. (Adding to e.polls is safe here too.)
-		e.startWaiting()
-		e.signal()
+		e.signal() // slots given back
 	}
 	return len(cs)
 }
@@ -181,16 +185,24 @@ func (e *Executor) startChildren(batch []*pendingCommit, plan *eagerPlan, as map
 // this executor, which will not poll them: their claims are released (a
 // release matches only a claim the commit made), so that they are ready at
 // once rather than taken over, a failure counted, when their claims expire.
+// That is a best effort: a batch still running on the server when the
+// release runs creates its children after it, and they are taken over.
 func (e *Executor) dropChildren(batch []*pendingCommit, plan *eagerPlan, err error) {
 	e.startChildren(batch, plan, nil)
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
-		return
+	if pgconn.SafeToRetry(err) || errors.As(err, &pgErr) && pgErr.Severity == "ERROR" {
+		return // not sent, or refused by the server
 	}
 	cs := make([]*claimed, 0, len(plan.children))
 	for _, k := range plan.children {
 		s := batch[k.poll].out.spawns[k.spawn]
 		cs = append(cs, &claimed{id: s.ID, typ: s.Type, parent: batch[k.poll].c.id, claim: k.token})
 	}
-	e.giveBack(cs, 0)
+	// In the background, as the server may be unreachable: the batch's
+	// polls wait for this goroutine, so Run does too.
+	e.polls.Add(1)
+	go func() {
+		defer e.polls.Done()
+		e.giveBack(cs, 0)
+	}()
 }

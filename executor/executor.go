@@ -386,23 +386,21 @@ func (e *Executor) typeFull(typ tasks.Type) bool {
 	return limit > 0 && e.perType[typ] >= limit
 }
 
-// startWaiting starts the polls of waiting tasks that now have a slot, in
-// claim order, and forgets those whose claim was lost or canceled while
-// they waited (nothing of them was polled, so nothing is written). It is
-// called where a slot frees, from a poll's own goroutine (counted in
-// e.polls, so that adding to it is safe while Run waits for the polls).
-func (e *Executor) startWaiting() {
-	e.mu.Lock()
+// takeWaiting takes the waiting tasks that now have a slot, in claim order,
+// counting their polls as running, and those whose claim was lost or
+// canceled while they waited (nothing of them was polled, so nothing is
+// written). e.mu is held; startWaiting then starts or forgets them.
+func (e *Executor) takeWaiting() (run, gone []*flight) {
 	if len(e.waiting) == 0 || e.stopping {
-		e.mu.Unlock()
-		return
+		return nil, nil
 	}
-	var run, gone []*flight
 	kept := e.waiting[:0]
 	for _, f := range e.waiting {
 		switch {
 		case context.Cause(f.ctx) != nil:
-			delete(e.inflight, f.c.id)
+			if e.inflight[f.c.id] == f {
+				delete(e.inflight, f.c.id)
+			}
 			gone = append(gone, f)
 		case e.polling < e.cfg.Concurrency && !e.typeFull(f.c.typ):
 			f.waiting = false
@@ -417,8 +415,17 @@ func (e *Executor) startWaiting() {
 	}
 	clear(e.waiting[len(kept):])
 	e.waiting = kept
-	e.mu.Unlock()
+	return run, gone
+}
+
+// startWaiting starts the polls takeWaiting took, and forgets the others.
+// It is called where a slot frees, from a goroutine counted in e.polls (a
+// poll's, or a committer's while the batch's polls wait for it), so that
+// adding to e.polls is safe while Run waits for the polls.
+func (e *Executor) startWaiting(run, gone []*flight) {
 	for _, f := range gone {
+		e.log.Info("corotask: a claimed task that waited for a slot was lost meanwhile", "task", f.c.id,
+			"type", f.c.typ, "cause", context.Cause(f.ctx))
 		e.keeper.Remove(heartbeat.Claim{Task: f.c.id, Token: f.c.claim})
 	}
 	for _, f := range run {
@@ -435,7 +442,9 @@ func (e *Executor) releaseWaiting() {
 	e.waiting = nil
 	clear(e.waitingPerType)
 	for _, f := range fs {
-		delete(e.inflight, f.c.id)
+		if e.inflight[f.c.id] == f {
+			delete(e.inflight, f.c.id)
+		}
 	}
 	e.mu.Unlock()
 	if len(fs) == 0 {
@@ -513,7 +522,6 @@ func (e *Executor) endPoll(f *flight, out *outcome) {
 func (e *Executor) forget(f *flight) {
 	e.done(f.c)
 	f.cancel(nil)
-	e.startWaiting()
 	e.signal()
 	e.polls.Done()
 }
@@ -537,8 +545,9 @@ func (e *Executor) polled(c *claimed) {
 	if f, ok := e.inflight[c.id]; ok && f.c == c {
 		e.freeSlot(f)
 	}
+	run, gone := e.takeWaiting()
 	e.mu.Unlock()
-	e.startWaiting()
+	e.startWaiting(run, gone)
 	e.signal()
 }
 
@@ -559,7 +568,9 @@ func (e *Executor) done(c *claimed) {
 		delete(e.inflight, c.id)
 		e.freeSlot(f)
 	}
+	run, gone := e.takeWaiting()
 	e.mu.Unlock()
+	e.startWaiting(run, gone)
 }
 
 // cancelTask cancels the poll of a task canceled in the database.

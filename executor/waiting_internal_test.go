@@ -53,9 +53,7 @@ func TestClaimedTaskWaitsForASlot(t *testing.T) {
 	e.cancelTask(cs[1].id)
 	e.mu.Lock()
 	e.polling = 0
-	e.mu.Unlock()
-	e.startWaiting() // the first starts (and holds its slot), the second is forgotten
-	e.mu.Lock()
+	e.startWaiting(e.takeWaiting()) // the first starts (and holds its slot), the second is forgotten
 	require.Equal(t, 1, e.polling)
 	require.Len(t, e.waiting, 1)
 	require.Same(t, cs[2], e.waiting[0].c)

@@ -7,7 +7,7 @@ package sql
 // deploy, an older build that starts after a newer one keeps the newer
 // functions (a function's signature never changes without a migration, which
 // an older build refuses, so they serve it too).
-const functionsRelease = 5
+const functionsRelease = 6
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
