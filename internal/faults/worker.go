@@ -148,7 +148,10 @@ func runWorker(ctx context.Context, cfg WorkerConfig, sigs chan os.Signal) error
 	executor.Register(e, TypeDoomed, executor.PollerFunc[struct{}, Msg](w.pollDoomed), executor.MaxFailures(DoomedMaxFailures))
 	executor.Register(e, TypeVictim, executor.PollerFunc[VictimState, Msg](w.pollVictim))
 
-	defer signal.Stop(sigs)
+	// Arm signals that arrive while the worker stops are ignored: stopping
+	// their delivery instead would leave them their default action, which
+	// kills the process, and the harness would count a crash.
+	defer signal.Ignore(syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGHUP)
 	go func() {
 		for s := range sigs {
 			switch s {
