@@ -1,13 +1,19 @@
 package executor
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -181,12 +187,10 @@ func (e *Executor) startChildren(batch []*pendingCommit, plan *eagerPlan, as map
 // dropChildren gives back the slots of a plan whose batch failed with err.
 // When the server refused the batch, none of its children was created. When
 // the batch's fate is unknown (the connection broke, or the reply did not
-// come in time), it may have committed and created the children claimed by
-// this executor, which will not poll them: their claims are released (a
-// release matches only a claim the commit made), so that they are ready at
-// once rather than taken over, a failure counted, when their claims expire.
-// That is a best effort: a batch still running on the server when the
-// release runs creates its children after it, and they are taken over.
+// come in time), it may have committed, or may still commit, and created
+// the children claimed by this executor, which will not poll them: their
+// claims are released (see releaseChildren), so that they are ready at once
+// rather than taken over, a failure counted, when their claims expire.
 func (e *Executor) dropChildren(batch []*pendingCommit, plan *eagerPlan, err error) {
 	e.startChildren(batch, plan, nil)
 	var pgErr *pgconn.PgError
@@ -194,15 +198,52 @@ func (e *Executor) dropChildren(batch []*pendingCommit, plan *eagerPlan, err err
 		return // not sent, or refused by the server
 	}
 	cs := make([]*claimed, 0, len(plan.children))
+	var parents []tasks.ID
 	for _, k := range plan.children {
-		s := batch[k.poll].out.spawns[k.spawn]
-		cs = append(cs, &claimed{id: s.ID, typ: s.Type, parent: batch[k.poll].c.id, claim: k.token})
+		p := batch[k.poll]
+		s := p.out.spawns[k.spawn]
+		cs = append(cs, &claimed{id: s.ID, typ: s.Type, parent: p.c.id, claim: k.token})
+		if !slices.Contains(parents, p.c.id) {
+			parents = append(parents, p.c.id)
+		}
 	}
 	// In the background, as the server may be unreachable: the batch's
 	// polls wait for this goroutine, so Run does too.
 	e.polls.Add(1)
 	go func() {
 		defer e.polls.Done()
-		e.giveBack(cs, 0)
+		if err := e.releaseChildren(parents, cs); err != nil {
+			e.log.Warn("corotask: could not release the children of a commit that may have created them; they are taken over when their claims expire",
+				"children", len(cs), "error", err)
+		}
 	}()
+}
+
+// releaseChildren releases the claims of children a batch of unknown fate
+// may have created. It first locks their parents, which a batch holds from
+// its update of them to its end: a batch still running on the server (its
+// client gone) is waited for, and the release then sees its children. (One
+// that has not reached its parents yet commits after the release, and its
+// children are taken over when their claims expire.)
+func (e *Executor) releaseChildren(parents []tasks.ID, cs []*claimed) error {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.HeartbeatTimeout)
+	defer cancel()
+	ids := make([]tasks.ID, len(cs))
+	tokens := make([]pgtype.UUID, len(cs))
+	for i, c := range cs {
+		ids[i], tokens[i] = c.id, pgtype.UUID{Bytes: c.claim, Valid: true}
+	}
+	var n int
+	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM corotask.tasks WHERE task_id = ANY ($1)
+			ORDER BY task_id FOR UPDATE`, parents); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `SELECT corotask.release_claims($1, $2, '0')`, ids, tokens).Scan(&n)
+	})
+	if err != nil {
+		return fmt.Errorf("release %d children: %w", len(cs), dberr.Translate(err))
+	}
+	e.log.Info("corotask: released the children of a commit whose reply was lost", "children", n)
+	return nil
 }

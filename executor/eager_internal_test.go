@@ -1,0 +1,83 @@
+package executor
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/tasks"
+)
+
+// A batch whose reply is lost may have created its children claimed by an
+// executor that will not poll them: their claims are released, whether the
+// batch had committed before the release or commits while the release
+// waits for its parent's lock.
+func TestChildrenOfALostReplyAreReleased(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"committed", "still running"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := testdb.New(t)
+			e := New(db, Config{Logger: testdb.Logger(t)})
+			Register(e, "child", PollerFunc[any, any](func(context.Context, *Task[any, any]) (Action, error) {
+				return Done(), nil
+			}))
+			e.mu.Lock()
+			e.pollBase = ctx
+			e.mu.Unlock()
+
+			parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "root"})
+			require.NoError(t, err)
+			var claim tasks.ID
+			require.NoError(t, db.QueryRow(ctx, `UPDATE corotask.tasks SET claim = gen_random_uuid(), heartbeat = now(),
+				claim_expires_at = now() + interval '1 minute', attempts = 1 WHERE task_id = $1 RETURNING claim`, parent).Scan(&claim))
+			child := tasks.NewID()
+			out := &outcome{state: []byte("null"), action: AwaitChildren()}
+			out.spawns = []tasks.Spec{{ID: child, Type: "child", State: []byte("null")}}
+			batch := []*pendingCommit{{c: &claimed{id: parent, typ: "root", claim: claim, attempt: 1}, out: out, history: 1}}
+			plan := e.reserveChildren(batch)
+			require.NotNil(t, plan)
+			args, err := e.commitArgs(batch)
+			require.NoError(t, err)
+
+			tx, err := db.Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = tx.Rollback(ctx) }()
+			rows, err := tx.Query(ctx, commitSQL, args...)
+			require.NoError(t, err)
+			rows.Close()
+			require.NoError(t, rows.Err())
+			if name == "committed" {
+				require.NoError(t, tx.Commit(ctx))
+			}
+
+			e.dropChildren(batch, plan, io.ErrUnexpectedEOF) // the reply was lost
+			if name == "still running" {
+				require.Eventually(t, func() bool {
+					var waiting int
+					require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+						WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting))
+					return waiting > 0
+				}, 30*time.Second, 10*time.Millisecond, "the release waits for the batch's lock on the parent")
+				require.NoError(t, tx.Commit(ctx))
+			}
+			e.polls.Wait()
+
+			c, err := tasks.Get(ctx, db, child)
+			require.NoError(t, err, "the batch created the child")
+			require.NotEqual(t, tasks.StatusRunning, c.Status, "its claim was released")
+			require.True(t, c.ClaimedBy.IsZero())
+			require.Zero(t, c.Failures)
+			e.mu.Lock()
+			require.Zero(t, e.polling)
+			require.Zero(t, e.reserved)
+			require.Zero(t, e.perType["child"])
+			e.mu.Unlock()
+		})
+	}
+}
