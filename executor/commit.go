@@ -205,17 +205,24 @@ func storableText(s string) string {
 // release gives claims back without counting a failure; the tasks are ready
 // again after delay.
 func (e *Executor) release(ctx context.Context, delay time.Duration, cs ...*claimed) error {
-	ids := make([]tasks.ID, len(cs))
-	tokens := make([]pgtype.UUID, len(cs))
-	for i, c := range cs {
-		ids[i], tokens[i] = c.id, pgtype.UUID{Bytes: c.claim, Valid: true}
-	}
+	ids, tokens := claimArgs(cs)
 	var n int
 	if err := e.pool.QueryRow(ctx, `SELECT corotask.release_claims($1, $2, $3)`, ids, tokens, delay).Scan(&n); err != nil {
 		return fmt.Errorf("release %d claims: %w", len(cs), dberr.Translate(err))
 	}
 	e.log.Info("corotask: released claims", "claims", n)
 	return nil
+}
+
+// claimArgs returns the tasks of cs and their claim tokens, as release_claims
+// takes them.
+func claimArgs(cs []*claimed) ([]tasks.ID, []pgtype.UUID) {
+	ids := make([]tasks.ID, len(cs))
+	tokens := make([]pgtype.UUID, len(cs))
+	for i, c := range cs {
+		ids[i], tokens[i] = c.id, pgtype.UUID{Bytes: c.claim, Valid: true}
+	}
+	return ids, tokens
 }
 
 // retry runs write until it succeeds, fails in a way a retry cannot fix (the

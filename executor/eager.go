@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/tasks"
@@ -228,11 +227,7 @@ func (e *Executor) dropChildren(batch []*pendingCommit, plan *eagerPlan, err err
 func (e *Executor) releaseChildren(parents []tasks.ID, cs []*claimed) error {
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.HeartbeatTimeout)
 	defer cancel()
-	ids := make([]tasks.ID, len(cs))
-	tokens := make([]pgtype.UUID, len(cs))
-	for i, c := range cs {
-		ids[i], tokens[i] = c.id, pgtype.UUID{Bytes: c.claim, Valid: true}
-	}
+	ids, tokens := claimArgs(cs)
 	var n int
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM corotask.tasks WHERE task_id = ANY ($1)

@@ -33,9 +33,7 @@ func TestChildrenOfALostReplyAreReleased(t *testing.T) {
 
 			parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "root"})
 			require.NoError(t, err)
-			var claim tasks.ID
-			require.NoError(t, db.QueryRow(ctx, `UPDATE corotask.tasks SET claim = gen_random_uuid(), heartbeat = now(),
-				claim_expires_at = now() + interval '1 minute', attempts = 1 WHERE task_id = $1 RETURNING claim`, parent).Scan(&claim))
+			claim := testdb.Claim(t, db, parent, 1)
 			child := tasks.NewID()
 			out := &outcome{state: []byte("null"), action: AwaitChildren()}
 			out.spawns = []tasks.Spec{{ID: child, Type: "child", State: []byte("null")}}

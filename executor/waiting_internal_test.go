@@ -30,9 +30,7 @@ func TestClaimedTaskWaitsForASlot(t *testing.T) {
 	for i := range 3 {
 		id, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", State: i + 1})
 		require.NoError(t, err)
-		var claim tasks.ID
-		require.NoError(t, db.QueryRow(ctx, `UPDATE corotask.tasks SET claim = gen_random_uuid(), heartbeat = now(),
-			claim_expires_at = now() + interval '1 minute', attempts = 1 WHERE task_id = $1 RETURNING claim`, id).Scan(&claim))
+		claim := testdb.Claim(t, db, id, 1)
 		cs = append(cs, &claimed{id: id, typ: "job", state: []byte(string(rune('1' + i))), claim: claim, attempt: 1, claimedAt: time.Now()})
 	}
 

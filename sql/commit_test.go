@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/internal/testdb"
@@ -25,7 +24,7 @@ func TestCommitPollsWithoutParents(t *testing.T) {
 	require.NoError(t, err)
 	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET wake_at = NULL WHERE task_id = $1`, parent)
 	require.NoError(t, err)
-	claim := claimTask(t, db, child, 1)
+	claim := testdb.Claim(t, db, child, 1)
 
 	var polled tasks.ID
 	var superseded bool
@@ -61,7 +60,7 @@ func TestCommitPollsCreatesClaimedChildren(t *testing.T) {
 	db := testdb.New(t)
 	parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "p"})
 	require.NoError(t, err)
-	claim := claimTask(t, db, parent, 1)
+	claim := testdb.Claim(t, db, parent, 1)
 	eager, ready := tasks.NewID(), tasks.NewID()
 	executorID, token := tasks.NewID(), tasks.NewID()
 	effects, err := json.Marshal(map[string]any{"spawn": []map[string]any{
@@ -103,7 +102,7 @@ func TestCommitPollsCreatesClaimedChildren(t *testing.T) {
 	require.Equal(t, 2, p.LiveChildren)
 
 	// Without an executor (the form of release 4), a token is ignored.
-	claim = claimTask(t, db, parent, 2)
+	claim = testdb.Claim(t, db, parent, 2)
 	other := tasks.NewID()
 	effects, err = json.Marshal(map[string]any{"spawn": []map[string]any{{"id": other.UUID(), "type": "c", "claim": token.UUID()}}})
 	require.NoError(t, err)
@@ -125,7 +124,7 @@ func TestCommitPollsRefusesAClaimWithoutExpiry(t *testing.T) {
 	db := testdb.New(t)
 	parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "p"})
 	require.NoError(t, err)
-	claim := claimTask(t, db, parent, 1)
+	claim := testdb.Claim(t, db, parent, 1)
 	child := tasks.NewID()
 	effects, err := json.Marshal(map[string]any{"spawn": []map[string]any{{"id": child.UUID(), "type": "c", "claim": tasks.NewID().UUID()}}})
 	require.NoError(t, err)
@@ -141,15 +140,4 @@ func TestCommitPollsRefusesAClaimWithoutExpiry(t *testing.T) {
 	p, err := tasks.Get(ctx, db, parent)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StatusRunning, p.Status, "still claimed, as before the commit")
-}
-
-// claimTask claims task id as a claim statement would, for its attempt, and
-// returns the claim token.
-func claimTask(t *testing.T, db *pgxpool.Pool, id tasks.ID, attempt int) string {
-	t.Helper()
-	var claim string
-	require.NoError(t, db.QueryRow(context.Background(), `UPDATE corotask.tasks SET claim = gen_random_uuid(),
-		heartbeat = now(), claim_expires_at = now() + interval '1 minute', attempts = $2
-		WHERE task_id = $1 RETURNING claim::text`, id, attempt).Scan(&claim))
-	return claim
 }
