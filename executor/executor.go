@@ -423,10 +423,24 @@ func (e *Executor) takeWaiting() (run, gone []*flight) {
 // poll's, or a committer's while the batch's polls wait for it), so that
 // adding to e.polls is safe while Run waits for the polls.
 func (e *Executor) startWaiting(run, gone []*flight) {
+	var back []*claimed
 	for _, f := range gone {
+		cause := context.Cause(f.ctx)
 		e.log.Info("corotask: a claimed task that waited for a slot was lost meanwhile", "task", f.c.id,
-			"type", f.c.typ, "cause", context.Cause(f.ctx))
+			"type", f.c.typ, "cause", cause)
 		e.keeper.Remove(heartbeat.Claim{Task: f.c.id, Token: f.c.claim})
+		if errors.Is(cause, ErrRenewTimeout) {
+			// Perhaps still ours: given back (fenced) rather than left to
+			// expire and be taken over, a failure counted.
+			back = append(back, f.c)
+		}
+	}
+	if len(back) > 0 {
+		e.polls.Add(1)
+		go func() {
+			defer e.polls.Done()
+			e.giveBack(back, 0)
+		}()
 	}
 	for _, f := range run {
 		e.polls.Add(1)

@@ -27,7 +27,7 @@ func TestClaimedTaskWaitsForASlot(t *testing.T) {
 		return Done(), nil
 	}))
 	var cs []*claimed
-	for i := range 3 {
+	for i := range 4 {
 		id, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", State: i + 1})
 		require.NoError(t, err)
 		claim := testdb.Claim(t, db, id, 1)
@@ -42,20 +42,26 @@ func TestClaimedTaskWaitsForASlot(t *testing.T) {
 		require.True(t, e.start(ctx, c))
 	}
 	e.mu.Lock()
-	require.Len(t, e.waiting, 3)
-	require.Len(t, e.inflight, 3)
-	require.Equal(t, 3, e.waitingPerType["job"])
+	require.Len(t, e.waiting, 4)
+	require.Len(t, e.inflight, 4)
+	require.Equal(t, 4, e.waitingPerType["job"])
 	e.mu.Unlock()
 	require.Zero(t, e.request().total, "waiting tasks go before a new claim")
 
 	e.cancelTask(cs[1].id)
 	e.mu.Lock()
+	e.inflight[cs[3].id].cancel(ErrRenewTimeout) // as the keeper does
+	e.mu.Unlock()
+	e.mu.Lock()
 	e.polling = 0
-	e.startWaiting(e.takeWaiting()) // the first starts (and holds its slot), the second is forgotten
+	// The first starts (and holds its slot); the second is forgotten, and
+	// so is the fourth, whose claim is given back.
+	e.startWaiting(e.takeWaiting())
 	require.Equal(t, 1, e.polling)
 	require.Len(t, e.waiting, 1)
 	require.Same(t, cs[2], e.waiting[0].c)
 	require.NotContains(t, e.inflight, cs[1].id)
+	require.NotContains(t, e.inflight, cs[3].id)
 	e.mu.Unlock()
 
 	e.releaseWaiting() // Run stops
@@ -73,6 +79,10 @@ func TestClaimedTaskWaitsForASlot(t *testing.T) {
 	task, err = tasks.Get(ctx, db, cs[0].id)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StatusDone, task.Status)
+	task, err = tasks.Get(ctx, db, cs[3].id)
+	require.NoError(t, err)
+	require.NotEqual(t, tasks.StatusRunning, task.Status, "given back")
+	require.Zero(t, task.Failures)
 	e.mu.Lock()
 	require.Zero(t, e.polling)
 	require.Empty(t, e.inflight)
