@@ -31,6 +31,7 @@
 //	corotask.claims.taken_over       counter     {claim}    task.type              tasks this executor took over from an expired claim
 //	corotask.messages.sent           counter     {message}  task.type              messages sent by committed polls
 //	corotask.tasks.created           counter     {task}     task.type              child tasks spawned by committed polls
+//	corotask.tasks.eager             counter     {task}                            children created claimed by this executor, polled without a claim
 //	corotask.heartbeat.duration      histogram   s          outcome                one renewal of the claims in flight
 //	corotask.tasks.ready             gauge       {task}     task.type              ready tasks, all executors together
 //	corotask.tasks.ready.oldest_age  gauge       s          task.type              wait of the oldest ready task past its wake_at
