@@ -136,6 +136,9 @@ type Options struct {
 	// an SDK that keeps everything in memory and exports nothing), to
 	// measure what the instrumentation costs.
 	OTel bool
+	// NoEager turns off eager children in the executors
+	// (executor.Config.DisableEagerChildren): every child is claimed.
+	NoEager bool
 	// NoAnalyze skips the ANALYZE that scenarios run after creating their
 	// tasks in bulk (autovacuum would do it, later).
 	NoAnalyze bool
@@ -221,6 +224,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Statements, "statements", o.Statements, "report the top statements from pg_stat_statements (if preloaded)")
 	fs.BoolVar(&o.KeepDatabase, "keep-database", o.KeepDatabase, "do not drop the scenario's database")
 	fs.BoolVar(&o.NoAnalyze, "no-analyze", o.NoAnalyze, "do not ANALYZE after bulk creation")
+	fs.BoolVar(&o.NoEager, "no-eager", o.NoEager, "tree, fanin: executors create no children claimed; each is claimed (executor.Config.DisableEagerChildren)")
 	fs.BoolVar(&o.OTel, "otel", o.OTel, "record OpenTelemetry metrics and spans in the executors (in memory, not exported)")
 }
 

@@ -39,7 +39,7 @@ type group struct {
 // defaults, but for concurrency, quiet logs and retention (off unless
 // asked: scenarios count the tasks they ran).
 func (r *runner) executorConfig(concurrency int) executor.Config {
-	cfg := executor.Config{Concurrency: concurrency, Logger: r.log, Retention: -1}
+	cfg := executor.Config{Concurrency: concurrency, Logger: r.log, Retention: -1, DisableEagerChildren: r.opts.NoEager}
 	if r.opts.OTel {
 		cfg.Hooks, _ = otelHooks() // Run checked the error
 	}

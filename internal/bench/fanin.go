@@ -37,6 +37,7 @@ func runFanin(ctx context.Context, r *runner, res *Result) error {
 	o := r.opts
 	res.param("k", o.K)
 	res.param("wait", o.Wait)
+	res.param("eager", !o.NoEager)
 	res.param("workers", o.Workers)
 	res.param("pool", o.Pool)
 	db, err := r.pool(ctx, 2)

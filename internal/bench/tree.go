@@ -117,6 +117,7 @@ func runTree(ctx context.Context, r *runner, res *Result) error {
 	}
 	res.param("tasks", size)
 	res.param("wait", o.Wait)
+	res.param("eager", !o.NoEager)
 	res.param("workers", o.Workers)
 	res.param("pool", o.Pool)
 
