@@ -38,8 +38,7 @@ import (
 // eagerChild is a child a batch's commit creates claimed by this executor.
 type eagerChild struct {
 	poll  int // the index in the batch of the poll that spawned it ...
-	spawn int // ... and its index among that poll's spawns
-	token [16]byte
+	spawn int // ... and its index among that poll's spawns (its claim token is the poll's childClaims[spawn])
 }
 
 // eagerPlan is the children a batch's commit creates claimed, each with a
@@ -100,7 +99,7 @@ func (e *Executor) reserveChildren(batch []*pendingCommit) *eagerPlan {
 				p.childClaims = make([][16]byte, len(p.out.spawns))
 			}
 			_, _ = rand.Read(p.childClaims[j][:])
-			plan.children = append(plan.children, eagerChild{poll: i, spawn: j, token: p.childClaims[j]})
+			plan.children = append(plan.children, eagerChild{poll: i, spawn: j})
 			e.polling++
 			e.perType[s.Type]++
 			e.reserved++
@@ -147,7 +146,7 @@ func (e *Executor) startChildren(batch []*pendingCommit, plan *eagerPlan, as map
 			tr, _ = json.Marshal(p.out.trace)
 			traces[k.poll] = tr
 		}
-		cs = append(cs, &claimed{id: s.ID, typ: s.Type, parent: p.c.id, state: st, claim: k.token,
+		cs = append(cs, &claimed{id: s.ID, typ: s.Type, parent: p.c.id, state: st, claim: p.childClaims[k.spawn],
 			attempt: 1, claimedAt: plan.at, trace: tr})
 	}
 	e.mu.Lock()
@@ -201,21 +200,18 @@ func (e *Executor) dropChildren(batch []*pendingCommit, plan *eagerPlan, err err
 	for _, k := range plan.children {
 		p := batch[k.poll]
 		s := p.out.spawns[k.spawn]
-		cs = append(cs, &claimed{id: s.ID, typ: s.Type, parent: p.c.id, claim: k.token})
+		cs = append(cs, &claimed{id: s.ID, typ: s.Type, parent: p.c.id, claim: p.childClaims[k.spawn]})
 		if !slices.Contains(parents, p.c.id) {
 			parents = append(parents, p.c.id)
 		}
 	}
-	// In the background, as the server may be unreachable: the batch's
-	// polls wait for this goroutine, so Run does too.
-	e.polls.Add(1)
-	go func() {
-		defer e.polls.Done()
+	// In the background, as the server may be unreachable.
+	e.background(func() {
 		if err := e.releaseChildren(parents, cs); err != nil {
 			e.log.Warn("corotask: could not release the children of a commit that may have created them; they are taken over when their claims expire",
 				"children", len(cs), "error", err)
 		}
-	}()
+	})
 }
 
 // releaseChildren releases the claims of children a batch of unknown fate

@@ -89,7 +89,6 @@ type flight struct {
 	ctx      context.Context // the poll's (as the hooks returned it, once it started)
 	cancel   context.CancelCauseFunc
 	settling bool // the poll returned; its outcome is being committed
-	waiting  bool // claimed, waiting for a slot; not polled yet (see start)
 }
 
 // New returns an Executor that works on pool, configured by cfg (see Config
@@ -364,7 +363,6 @@ func (e *Executor) start(pollBase context.Context, c *claimed) bool {
 	// gone): its goroutine is only forgetting it, and leaves this claim be.
 	if e.polling >= e.cfg.Concurrency || e.typeFull(c.typ) {
 		f := e.newFlight(pollBase, c)
-		f.waiting = true
 		e.waiting = append(e.waiting, f)
 		e.waitingPerType[c.typ]++
 		// Renewed from now on; under e.mu, so that the flight cannot start,
@@ -403,7 +401,6 @@ func (e *Executor) takeWaiting() (run, gone []*flight) {
 			}
 			gone = append(gone, f)
 		case e.polling < e.cfg.Concurrency && !e.typeFull(f.c.typ):
-			f.waiting = false
 			e.polling++
 			e.perType[f.c.typ]++
 			run = append(run, f)
@@ -436,16 +433,22 @@ func (e *Executor) startWaiting(run, gone []*flight) {
 		}
 	}
 	if len(back) > 0 {
-		e.polls.Add(1)
-		go func() {
-			defer e.polls.Done()
-			e.giveBack(back, 0)
-		}()
+		e.background(func() { e.giveBack(back, 0) })
 	}
 	for _, f := range run {
 		e.polls.Add(1)
 		go e.run(f)
 	}
+}
+
+// background runs f in a goroutine Run waits for. It is called from a
+// goroutine counted in e.polls (see startWaiting).
+func (e *Executor) background(f func()) {
+	e.polls.Add(1)
+	go func() {
+		defer e.polls.Done()
+		f()
+	}()
 }
 
 // releaseWaiting gives back the claims of the tasks still waiting for a
