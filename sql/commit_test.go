@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/internal/testdb"
@@ -63,20 +64,10 @@ func TestCommitPollsCreatesClaimedChildren(t *testing.T) {
 	claim := testdb.Claim(t, db, parent, 1)
 	eager, ready := tasks.NewID(), tasks.NewID()
 	executorID, token := tasks.NewID(), tasks.NewID()
-	effects, err := json.Marshal(map[string]any{"spawn": []map[string]any{
+	require.NoError(t, commitSpawns(t, db, parent, claim, []map[string]any{
 		{"id": eager.UUID(), "type": "c", "state": 1, "claim": token.UUID()},
 		{"id": ready.UUID(), "type": "c", "state": 2},
-	}})
-	require.NoError(t, err)
-
-	var polled tasks.ID
-	var superseded bool
-	require.NoError(t, db.QueryRow(ctx, `SELECT polled, superseded FROM corotask.commit_polls(
-		ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['null'::jsonb], ARRAY[0], ARRAY['await'], ARRAY[0::float8],
-		ARRAY[NULL::timestamptz], ARRAY[NULL::jsonb], ARRAY[$3::jsonb], ARRAY[1::smallint], 20, 100,
-		ARRAY[NULL::uuid], $4::uuid, 30::float8)`,
-		parent, claim, effects, executorID.UUID()).Scan(&polled, &superseded))
-	require.Equal(t, parent, polled)
+	}, executorID.UUID(), 30.0))
 
 	c, err := tasks.Get(ctx, db, eager)
 	require.NoError(t, err)
@@ -104,12 +95,7 @@ func TestCommitPollsCreatesClaimedChildren(t *testing.T) {
 	// Without an executor (the form of release 4), a token is ignored.
 	claim = testdb.Claim(t, db, parent, 2)
 	other := tasks.NewID()
-	effects, err = json.Marshal(map[string]any{"spawn": []map[string]any{{"id": other.UUID(), "type": "c", "claim": token.UUID()}}})
-	require.NoError(t, err)
-	require.NoError(t, db.QueryRow(ctx, `SELECT polled FROM corotask.commit_polls(
-		ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['null'::jsonb], ARRAY[0], ARRAY['await'], ARRAY[0::float8],
-		ARRAY[NULL::timestamptz], ARRAY[NULL::jsonb], ARRAY[$3::jsonb], ARRAY[1::smallint], 20, 100,
-		ARRAY[NULL::uuid])`, parent, claim, effects).Scan(&polled))
+	require.NoError(t, commitSpawns(t, db, parent, claim, []map[string]any{{"id": other.UUID(), "type": "c", "claim": token.UUID()}}))
 	o, err := tasks.Get(ctx, db, other)
 	require.NoError(t, err)
 	require.Contains(t, []tasks.Status{tasks.StatusReady, tasks.StatusUnserved}, o.Status)
@@ -126,13 +112,9 @@ func TestCommitPollsRefusesAClaimWithoutExpiry(t *testing.T) {
 	require.NoError(t, err)
 	claim := testdb.Claim(t, db, parent, 1)
 	child := tasks.NewID()
-	effects, err := json.Marshal(map[string]any{"spawn": []map[string]any{{"id": child.UUID(), "type": "c", "claim": tasks.NewID().UUID()}}})
-	require.NoError(t, err)
+	spawns := []map[string]any{{"id": child.UUID(), "type": "c", "claim": tasks.NewID().UUID()}}
 	for _, secs := range []any{nil, 0.0, -1.0} {
-		_, err := db.Exec(ctx, `SELECT corotask.commit_polls(
-			ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['null'::jsonb], ARRAY[0], ARRAY['await'], ARRAY[0::float8],
-			ARRAY[NULL::timestamptz], ARRAY[NULL::jsonb], ARRAY[$3::jsonb], ARRAY[1::smallint], 20, 100,
-			ARRAY[NULL::uuid], $4::uuid, $5::float8)`, parent, claim, effects, tasks.NewID().UUID(), secs)
+		err := commitSpawns(t, db, parent, claim, spawns, tasks.NewID().UUID(), secs)
 		require.ErrorContains(t, err, "positive claim duration", "%v", secs)
 	}
 	_, err = tasks.Get(ctx, db, child)
@@ -140,4 +122,28 @@ func TestCommitPollsRefusesAClaimWithoutExpiry(t *testing.T) {
 	p, err := tasks.Get(ctx, db, parent)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StatusRunning, p.Status, "still claimed, as before the commit")
+}
+
+// commitSpawns commits a poll of parent, which holds claim, that spawns
+// spawns and awaits them, and checks that the poll was kept. Given an
+// executor and a claim duration (claimedBy), it calls the form that creates
+// children with a "claim" token claimed; else the form of release 4.
+func commitSpawns(t *testing.T, db *pgxpool.Pool, parent tasks.ID, claim [16]byte, spawns []map[string]any, claimedBy ...any) error {
+	t.Helper()
+	effects, err := json.Marshal(map[string]any{"spawn": spawns})
+	require.NoError(t, err)
+	call := `corotask.commit_polls(
+		ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['null'::jsonb], ARRAY[0], ARRAY['await'], ARRAY[0::float8],
+		ARRAY[NULL::timestamptz], ARRAY[NULL::jsonb], ARRAY[$3::jsonb], ARRAY[1::smallint], 20, 100, ARRAY[NULL::uuid]`
+	args := []any{parent, claim, effects}
+	if len(claimedBy) > 0 {
+		call += `, $4::uuid, $5::float8`
+		args = append(args, claimedBy...)
+	}
+	var polled tasks.ID
+	if err := db.QueryRow(context.Background(), `SELECT polled FROM `+call+`)`, args...).Scan(&polled); err != nil {
+		return err
+	}
+	require.Equal(t, parent, polled)
+	return nil
 }
