@@ -29,9 +29,10 @@ type Task struct {
 	Attempts int
 	// LiveChildren is how many of the task's children have not ended (kept
 	// while the task lives; for an ended task, as it was when it ended), and
-	// AwaitingChildren whether its last poll returned AwaitChildren (a
-	// suspended task that awaits its children is woken by the last one's
-	// end, by one that ends without a result, or by another message).
+	// AwaitingChildren whether it lives and its last poll returned
+	// AwaitChildren (a suspended task that awaits its children is woken by
+	// the last one's end, by one that ends without a result, or by another
+	// message); an ended task awaits nothing.
 	LiveChildren     int
 	AwaitingChildren bool
 	// ClaimedBy is the executor holding the task's claim (see Executors),
@@ -51,7 +52,7 @@ type Task struct {
 // taskColumns are the columns scanTask reads, in order; t is the tasks row.
 const taskColumns = `t.task_id, t.parent_id, t.task_type, corotask.status(t), t.inner_state, t.result,
 	t.wake_at, t.heartbeat, cardinality(t.inbox), cardinality(t.inbox_next), t.failures,
-	coalesce(t.last_error, ''), t.created_at, t.done_at, t.attempts, t.live_children, t.awaiting_children,
+	coalesce(t.last_error, ''), t.created_at, t.done_at, t.attempts, t.live_children, t.awaiting_children AND t.done_at IS NULL,
 	CASE WHEN t.claim IS NOT NULL THEN t.claimed_by END, CASE WHEN t.claim IS NOT NULL THEN t.claimed_at END,
 	GREATEST(t.created_at, t.claimed_at, t.done_at, (SELECT h.finished_at FROM corotask.history h
 		WHERE h.task_id = t.task_id AND h.seq = 0 ORDER BY h.attempt DESC LIMIT 1))`

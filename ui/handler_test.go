@@ -684,4 +684,12 @@ func TestTaskPageSaysWhatATaskAwaits(t *testing.T) {
 	require.NoError(t, err)
 	_, body = s.get("/tasks/" + parent.String())
 	require.Contains(t, body, "<dt>Awaits</dt><dd>its children: 2 not ended</dd>")
+
+	// An ended task awaits nothing, whatever its last poll asked.
+	require.NoError(t, tasks.Cancel(context.Background(), s.pool, parent))
+	_, body = s.get("/tasks/" + parent.String())
+	require.NotContains(t, body, "<dt>Awaits</dt>")
+	task, err := tasks.Get(context.Background(), s.pool, parent)
+	require.NoError(t, err)
+	require.False(t, task.AwaitingChildren)
 }

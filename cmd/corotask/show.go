@@ -138,7 +138,7 @@ func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []ta
 	row("created", timestamp(&t.CreatedAt, now))
 	row("updated", timestamp(&t.UpdatedAt, now))
 	row("wake_at", timestamp(t.WakeAt, now))
-	if t.AwaitingChildren && !t.Status.Ended() {
+	if t.AwaitingChildren {
 		// Why a suspended task is not woken by its children's completions.
 		row("awaits", fmt.Sprintf("its children (AwaitChildren): %d not ended", t.LiveChildren))
 	}
