@@ -11,4 +11,4 @@ const functionsRelease = 6
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "6bb768f74eac721c409bc9fba859ddb646c76a24309b191fff21b199fa078378"
+const functionsSum = "8c626364f78949efede193b11caaa2a5e85f282d7cfdc56f85d1af36cc5a429d"

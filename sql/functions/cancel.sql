@@ -34,7 +34,7 @@ BEGIN
     END IF;
     -- Its parent is told of its end.
     PERFORM corotask.lock_with_parent(p_task);
-    SELECT * INTO root FROM corotask.tasks WHERE task_id = p_task FOR UPDATE;
+    SELECT * INTO root FROM corotask.tasks WHERE task_id = p_task;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'corotask: task % not found', p_task
             USING ERRCODE = 'CT404', DETAIL = 'task ' || p_task;

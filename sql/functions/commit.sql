@@ -26,7 +26,7 @@
 -- (see corotask.trim_history).
 --
 -- p_parents[i] is the parent of p_tasks[i] (NULL: none), as the executor
--- claimed it; a NULL p_parents has them looked up (the form without it).
+-- claimed it.
 --
 -- A spawned child with a "claim" token is created claimed by executor
 -- p_claimed_by, for p_claim_secs, as a claim statement would leave it (its
@@ -90,15 +90,6 @@ BEGIN
         UNION
         SELECT u.parent FROM unnest(p_parents, p_actions) AS u(parent, action)
         WHERE u.action = 'done' AND u.parent IS NOT NULL
-        UNION
-        -- Without p_parents, a subquery per task: one probe of the primary
-        -- key each, in any plan.
-        SELECT d.parent_id FROM (
-            SELECT (SELECT p.parent_id FROM corotask.tasks p WHERE p.task_id = u.task_id) AS parent_id
-            FROM unnest(p_tasks, p_actions) AS u(task_id, action)
-            WHERE p_parents IS NULL AND u.action = 'done'
-            OFFSET 0 -- not flattened: the probe runs once per task, not in the filter again
-        ) d WHERE d.parent_id IS NOT NULL
     ) o;
     IF others IS NOT NULL THEN
         PERFORM 1 FROM corotask.tasks t
@@ -263,7 +254,7 @@ LANGUAGE sql SET search_path = '' AS $$
 $$;
 
 -- The form of executors before the parents were passed (functions release
--- 3): it looks them up.
+-- 3): it looks them up, a probe of the primary key per task.
 CREATE OR REPLACE FUNCTION corotask.commit_polls(
     p_tasks      uuid[],
     p_claims     uuid[],
@@ -280,7 +271,10 @@ CREATE OR REPLACE FUNCTION corotask.commit_polls(
 ) RETURNS TABLE (polled uuid, superseded boolean)
 LANGUAGE sql SET search_path = '' AS $$
     SELECT * FROM corotask.commit_polls(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats,
-        p_results, p_effects, p_history, p_keep_first, p_keep_last, NULL::uuid[], NULL::uuid, NULL::float8)
+        p_results, p_effects, p_history, p_keep_first, p_keep_last,
+        ARRAY(SELECT (SELECT p.parent_id FROM corotask.tasks p WHERE p.task_id = u.task_id)
+              FROM unnest(p_tasks) WITH ORDINALITY AS u(task_id, i) ORDER BY u.i),
+        NULL::uuid, NULL::float8)
 $$;
 
 -- release_claims gives claims back without counting a failure: the tasks are
