@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -256,30 +255,4 @@ func TestAwaitChildrenOfARestartedParent(t *testing.T) {
 	f.end(t, 1, "done")
 	require.Equal(t, 1, f.pollParents(t))
 	require.Equal(t, [][]string{{"message boom"}, nil, {"done"}}, f.polls)
-}
-
-// Across executors committing concurrently, each parent of a fan-out is
-// polled exactly twice: once to spawn, once when its last child has ended
-// (a parent woken before would await again, and be polled a third time).
-func TestAwaitChildrenFanInAcrossExecutors(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url := testdb.URL(t)
-	db := testdb.Pool(t, url)
-	var polls atomic.Int64
-	fibAwait := fibPoller(executor.AwaitChildren(), &polls)
-	for range 3 {
-		e := executor.New(testdb.Pool(t, url), fastConfig(t))
-		executor.Register(e, "fib", fibAwait)
-		start(t, e)
-	}
-	root, err := tasks.Create(ctx, db, tasks.Spec{Type: "fib", State: fibState{N: 12}})
-	require.NoError(t, err)
-	task := waitStatus(t, db, root, tasks.StatusDone)
-	require.JSONEq(t, "144", string(task.Result))
-	// fib(12) makes 465 tasks: 232 parents polled twice, 233 leaves once.
-	require.Equal(t, int64(2*232+233), polls.Load())
-	var failures int
-	require.NoError(t, db.QueryRow(ctx, `SELECT coalesce(sum(failures), 0) FROM corotask.tasks`).Scan(&failures))
-	require.Zero(t, failures)
 }
