@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/internal/cause"
@@ -61,9 +60,13 @@ type Keeper struct {
 	mu      sync.Mutex
 	entries map[tasks.ID]*entry
 
-	// renewing serializes renewals, and guards conn.
+	// renewing serializes renewals, and guards conn and the buffers a
+	// renewal reuses: the claims it sends and the set of those renewed.
 	renewing sync.Mutex
 	conn     *pgx.Conn
+	ids      uuids
+	tokens   uuids
+	renewed  map[tasks.ID]bool
 }
 
 // New returns a Keeper renewing claims through db. Through a pool, a renewal
@@ -203,13 +206,12 @@ func (k *Keeper) Renew(ctx context.Context) error {
 	k.renewing.Lock()
 	defer k.renewing.Unlock()
 	k.mu.Lock()
-	ids := make([]tasks.ID, 0, len(k.entries))
-	tokens := make([]pgtype.UUID, 0, len(k.entries))
+	ids, tokens := k.ids[:0], k.tokens[:0]
 	sent := k.now()
 	var deadline time.Time
 	for _, e := range k.entries {
 		ids = append(ids, e.claim.Task)
-		tokens = append(tokens, pgtype.UUID{Bytes: e.claim.Token, Valid: true})
+		tokens = append(tokens, tasks.ID(e.claim.Token))
 		if exp := e.renewed.Add(k.cfg.Timeout); exp.After(sent) && (deadline.IsZero() || exp.Before(deadline)) {
 			deadline = exp
 		}
@@ -218,6 +220,13 @@ func (k *Keeper) Renew(ctx context.Context) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	// Kept for the next renewal: one of 10,000 claims would otherwise leave
+	// megabytes of garbage every Interval.
+	k.ids, k.tokens = ids, tokens
+	if k.renewed == nil {
+		k.renewed = make(map[tasks.ID]bool, len(ids))
+	}
+	clear(k.renewed)
 	if deadline.IsZero() {
 		// Every claim has expired here (this process stalled); the database
 		// may still say they are ours: one interval to find out.
@@ -229,7 +238,8 @@ func (k *Keeper) Renew(ctx context.Context) error {
 	// skipped rather than waited for: a renewal never blocks, so it cannot
 	// deadlock with commits. A skipped claim that still matches is kept and
 	// tried again at the next interval.
-	renewed, err := k.collect(ctx, `WITH locked AS MATERIALIZED (
+	renewed := k.renewed
+	err := k.collect(ctx, renewed, `WITH locked AS MATERIALIZED (
 			SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
 			JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim
 			FOR UPDATE OF t SKIP LOCKED
@@ -237,23 +247,22 @@ func (k *Keeper) Renew(ctx context.Context) error {
 		UPDATE corotask.tasks t SET heartbeat = now(), claim_expires_at = now() + make_interval(secs => $3)
 		FROM locked WHERE t.task_id = locked.task_id
 		RETURNING t.task_id`, ids, tokens, k.cfg.Timeout.Seconds())
-	var held, canceled map[tasks.ID]bool
+	held, canceled := map[tasks.ID]bool{}, map[tasks.ID]bool{}
 	if err == nil && len(renewed) < len(ids) {
 		// Rare: tell the claims held by another transaction (still ours)
 		// from those lost, for the tasks not renewed.
-		var restIDs []tasks.ID
-		var restTokens []pgtype.UUID
+		var restIDs, restTokens uuids
 		for i, id := range ids {
 			if !renewed[id] {
 				restIDs, restTokens = append(restIDs, id), append(restTokens, tokens[i])
 			}
 		}
-		held, err = k.collect(ctx, `SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
+		err = k.collect(ctx, held, `SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
 			JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim`, restIDs, restTokens)
 		if err == nil && len(held) < len(restIDs) {
 			// A claim lost to a cancel whose notification has not arrived
 			// yet says so, as the notification would.
-			canceled, err = k.collect(ctx, `SELECT task_id FROM corotask.tasks
+			err = k.collect(ctx, canceled, `SELECT task_id FROM corotask.tasks
 				WHERE task_id = ANY ($1::uuid[]) AND outcome = 'canceled'`, restIDs)
 		}
 	}
@@ -262,7 +271,7 @@ func (k *Keeper) Renew(ctx context.Context) error {
 	k.mu.Lock()
 	for i, id := range ids {
 		e, ok := k.entries[id]
-		if !ok || e.claim.Token != tokens[i].Bytes {
+		if !ok || e.claim.Token != [16]byte(tokens[i]) {
 			continue // finished (or re-claimed) while we renewed
 		}
 		switch {
@@ -300,15 +309,15 @@ func (k *Keeper) Renew(ctx context.Context) error {
 	return nil
 }
 
-// collect runs a query that returns task IDs, and returns them as a set.
+// collect runs a query that returns task IDs, and adds them to the set out.
 // k.renewing is held.
-func (k *Keeper) collect(ctx context.Context, sql string, args ...any) (map[tasks.ID]bool, error) {
+func (k *Keeper) collect(ctx context.Context, out map[tasks.ID]bool, sql string, args ...any) error {
 	db := k.db
 	if k.connect != nil {
 		if k.conn == nil {
 			conn, err := k.connect(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("connect: %w", err)
+				return fmt.Errorf("connect: %w", err)
 			}
 			k.conn = conn
 		}
@@ -316,16 +325,15 @@ func (k *Keeper) collect(ctx context.Context, sql string, args ...any) (map[task
 	}
 	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	out := map[tasks.ID]bool{}
 	var id tasks.ID
 	for rows.Next() {
 		if err := rows.Scan(&id); err != nil {
-			return nil, err
+			return err
 		}
 		out[id] = true
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
