@@ -247,8 +247,9 @@ func (k *Keeper) Renew(ctx context.Context) error {
 		UPDATE corotask.tasks t SET heartbeat = now(), claim_expires_at = now() + make_interval(secs => $3)
 		FROM locked WHERE t.task_id = locked.task_id
 		RETURNING t.task_id`, ids, tokens, k.cfg.Timeout.Seconds())
-	held, canceled := map[tasks.ID]bool{}, map[tasks.ID]bool{}
+	var held, canceled map[tasks.ID]bool
 	if err == nil && len(renewed) < len(ids) {
+		held, canceled = map[tasks.ID]bool{}, map[tasks.ID]bool{}
 		// Rare: tell the claims held by another transaction (still ours)
 		// from those lost, for the tasks not renewed.
 		var restIDs, restTokens uuids
