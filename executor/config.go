@@ -14,8 +14,9 @@ type Config struct {
 	// Concurrency is how many polls run at once in this executor. Default 100;
 	// must not be negative.
 	// A poll that has returned stops counting while its outcome is committed
-	// (in a batch with others), so up to Concurrency more tasks may be claimed
-	// meanwhile: the executor holds at most 2×Concurrency claims.
+	// (in a batch with others), so more tasks may be claimed meanwhile: the
+	// executor holds at most 4×Concurrency claims, Concurrency of them
+	// polling.
 	Concurrency int
 	// HeartbeatTimeout is how long this executor's claims last unless
 	// renewed: a claim, and each renewal, sets the claim's expiry to now plus

@@ -63,7 +63,7 @@ func (e *Executor) reserveChildren(batch []*pendingCommit) *eagerPlan {
 	// The batch's own polls leave the executor's claims when it commits, so
 	// their children may take their places.
 	// Tasks claimed earlier that wait for a slot go first.
-	free := min(e.cfg.Concurrency-e.polling-len(e.waiting), 2*e.cfg.Concurrency-len(e.inflight)-e.reserved+len(batch))
+	free := min(e.cfg.Concurrency-e.polling-len(e.waiting), e.claimRoom()+len(batch))
 	var plan *eagerPlan
 	for i, p := range batch {
 		var sentTo map[tasks.ID]bool // the poll's recipients, once needed
