@@ -34,7 +34,7 @@ type claimRequest struct {
 // lets the claim loop keep the slots full meanwhile: with room for
 // Concurrency settling polls only, the claim loop of a busy executor waited
 // for commits, and both its claims and its batches were smaller (see
-// docs/benchmarks.md: 4 against 2 gave oneshot and tree 8 – 16% more).
+// docs/benchmarks.md: 4 against 2 gave oneshot 7 – 11% and tree 4 – 8%).
 const claimsPerSlot = 4
 
 // claimRoom is how many more claims the executor may hold. e.mu is held.
