@@ -61,6 +61,9 @@ shown, the levels nearest TASK first; a note says when the tree was cut.`,
 			if truncated {
 				fmt.Fprintf(a.stdout, "(tree cut at %s: use --max to see more)\n", plural(limit, "task"))
 			}
+			if note := cycleNote(nodes); note != "" {
+				fmt.Fprintln(a.stdout, note)
+			}
 			return nil
 		}
 	},
@@ -74,17 +77,21 @@ type treeNode struct {
 }
 
 // loadTree returns the task root and its descendants, breadth first (all the
-// children of a level before any grandchild), at most limit of them; none
-// when root does not exist.
+// children of a level before any grandchild), at most limit of them, each
+// once; none when root does not exist.
 func loadTree(ctx context.Context, db tasks.DB, root tasks.ID, limit int) ([]treeNode, error) {
 	// A recursive query is evaluated level by level, and only as far as the
-	// LIMIT needs.
+	// LIMIT needs. A task has one parent, so the walk down from root meets a
+	// task twice only through a parent cycle, and such a cycle passes through
+	// root (the tasks below it lead up to it): not descending into root again
+	// visits each task once, whatever the rows say.
 	rows, err := db.Query(ctx, `WITH RECURSIVE tree AS (
 			SELECT t.task_id, t.parent_id, t.task_type, corotask.status(t) AS status, 0 AS depth
 			FROM corotask.tasks t WHERE t.task_id = $1
 			UNION ALL
 			SELECT c.task_id, c.parent_id, c.task_type, corotask.status(c), tree.depth + 1
 			FROM tree JOIN corotask.tasks c ON c.parent_id = tree.task_id
+			WHERE c.task_id <> $1
 		)
 		SELECT task_id, parent_id, task_type, status FROM tree LIMIT $2`, root, limit)
 	if err != nil {
@@ -102,12 +109,32 @@ func loadTree(ctx context.Context, db tasks.DB, root tasks.ID, limit int) ([]tre
 	return out, nil
 }
 
+// cycleNote says when the root of nodes is its own ancestor: rows written
+// by hand (the functions that create tasks refuse it) may form a cycle.
+func cycleNote(nodes []treeNode) string {
+	root := nodes[0]
+	if root.Parent == root.ID {
+		return fmt.Sprintf("(the rows form a parent cycle: %s's parent is itself)", root.ID)
+	}
+	for _, n := range nodes[1:] {
+		if n.ID == root.Parent {
+			return fmt.Sprintf("(the rows form a parent cycle: %s's parent %s is one of its descendants)", root.ID, root.Parent)
+		}
+	}
+	return ""
+}
+
 // printTree prints nodes (the root first) as a tree with box-drawing
-// characters, in aligned columns.
+// characters, in aligned columns, each task once: a task listed again, or
+// given as a child of the root it is, is left out.
 func printTree(w io.Writer, nodes []treeNode) error {
 	children := make(map[tasks.ID][]treeNode)
+	seen := map[tasks.ID]bool{nodes[0].ID: true}
 	for _, n := range nodes[1:] {
-		children[n.Parent] = append(children[n.Parent], n)
+		if !seen[n.ID] {
+			seen[n.ID] = true
+			children[n.Parent] = append(children[n.Parent], n)
+		}
 	}
 	for _, c := range children {
 		sort.Slice(c, func(i, j int) bool { return string(c[i].ID[:]) < string(c[j].ID[:]) })
@@ -116,6 +143,9 @@ func printTree(w io.Writer, nodes []treeNode) error {
 	line := func(prefix string, n treeNode) {
 		fmt.Fprintf(tw, "%s%s\t%s\t%s\n", prefix, n.ID, oneLine(n.Type), n.Status)
 	}
+	// A child is printed under a parent printed before it, so a cycle in
+	// the rows (a parent below its child) cannot be walked.
+	printed := make(map[tasks.ID]bool, len(seen))
 	// Depth first, with an explicit stack: a tree may be deeper than is
 	// comfortable for recursion.
 	type item struct {
@@ -123,9 +153,16 @@ func printTree(w io.Writer, nodes []treeNode) error {
 		indent, joint string
 	}
 	line("", nodes[0])
+	printed[nodes[0].ID] = true
 	var stack []item
 	push := func(parent tasks.ID, indent string) {
-		c := children[parent]
+		var c []treeNode
+		for _, n := range children[parent] {
+			if !printed[n.ID] {
+				printed[n.ID] = true
+				c = append(c, n)
+			}
+		}
 		for i := len(c) - 1; i >= 0; i-- {
 			joint := "├─ "
 			if i == len(c)-1 {
