@@ -203,15 +203,19 @@ type treeNode struct {
 }
 
 // loadTreeNodes returns the tree under root, breadth first and at most limit
-// tasks, and whether it was cut; nil when root does not exist.
+// tasks, each once, and whether it was cut; nil when root does not exist.
 func loadTreeNodes(ctx context.Context, db tasks.DB, root tasks.ID, limit int) (*treeNode, int, bool, error) {
 	// A recursive query is evaluated level by level, and only as far as the
-	// LIMIT needs.
+	// LIMIT needs. A task has one parent, so the walk down from root meets a
+	// task twice only through a parent cycle (rows written by hand), and such
+	// a cycle passes through root: not descending into root again visits each
+	// task once.
 	rows, err := db.Query(ctx, `WITH RECURSIVE `+served+`, tree AS (
 			SELECT `+rowColumns+`, 0 AS depth FROM served s, corotask.tasks t WHERE t.task_id = $1
 			UNION ALL
 			SELECT `+strings.ReplaceAll(rowColumns, "t.", "c.")+`, tree.depth + 1
 			FROM served s, tree JOIN corotask.tasks c ON c.parent_id = tree.task_id
+			WHERE c.task_id <> $1
 		)
 		SELECT * FROM tree LIMIT $2`, root, limit+1)
 	if err != nil {
@@ -234,15 +238,21 @@ func loadTreeNodes(ctx context.Context, db tasks.DB, root tasks.ID, limit int) (
 	if cut {
 		nodes = nodes[:limit]
 	}
+	// Each task once, whatever the rows: a child is linked under a parent
+	// listed before it, so the nodes cannot form a cycle.
 	byID := make(map[tasks.ID]*treeNode, len(nodes))
+	kept := nodes[:0]
 	for _, n := range nodes {
-		byID[n.ID] = n
-	}
-	for _, n := range nodes[1:] {
+		if byID[n.ID] != nil {
+			continue
+		}
 		if p := byID[n.Parent]; p != nil {
 			p.Children = append(p.Children, n)
 		}
+		byID[n.ID] = n
+		kept = append(kept, n)
 	}
+	nodes = kept
 	for _, n := range nodes {
 		slices.SortFunc(n.Children, func(a, b *treeNode) int { return bytes.Compare(a.ID[:], b.ID[:]) })
 	}
