@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/corotask/corotask/internal/envelope"
 	"github.com/corotask/corotask/internal/humantime"
+	"github.com/corotask/corotask/internal/termsafe"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -90,12 +90,20 @@ func decodeMessage(raw json.RawMessage) messageJSON {
 	return m
 }
 
-// writeJSON prints v as indented JSON.
+// writeJSON prints v as indented JSON. encoding/json escapes the C0
+// controls, U+2028 and U+2029, but writes the C1 controls and the
+// bidirectional overrides as they are: they are escaped too (the JSON
+// decodes to the same value).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, termsafe.JSON(b.String()))
+	return err
 }
 
 // relative describes t relative to now for people: "in 5s", "3m10s ago",
@@ -129,9 +137,9 @@ func prettyJSON(raw json.RawMessage, prefix string) string {
 	}
 	var b bytes.Buffer
 	if err := json.Indent(&b, raw, prefix, "  "); err != nil {
-		return string(raw)
+		return oneLine(string(raw))
 	}
-	return b.String()
+	return termsafe.JSON(b.String())
 }
 
 // compactJSON prints a JSON value on one line.
@@ -141,14 +149,24 @@ func compactJSON(raw json.RawMessage) string {
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err != nil {
-		return string(raw)
+		return oneLine(string(raw))
 	}
-	return b.String()
+	return termsafe.JSON(b.String())
 }
 
-// oneLine replaces line breaks, so that a value stays in its table cell.
+// oneLine replaces line breaks and tabs, so that a value stays in its table
+// cell, and escapes the characters a terminal acts on (ESC, the other
+// controls, the bidirectional overrides: see termsafe). Every string read
+// from the database that the CLI prints for people goes through it, or
+// through multiLine or the JSON printers above.
 func oneLine(s string) string {
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(s)
+	return termsafe.Line(s)
+}
+
+// multiLine escapes the characters a terminal acts on in text printed on
+// several lines (a stack), keeping its line breaks and tabs.
+func multiLine(s string) string {
+	return termsafe.Text(s)
 }
 
 // plural returns "1 task", "3 tasks".

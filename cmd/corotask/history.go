@@ -104,7 +104,7 @@ corotask history --last 5 --stack 01JD7X3M5Q8R9S2T4V6W8Y0Z1A`,
 			if *stacks {
 				for _, e := range h {
 					if e.Stack != "" {
-						fmt.Fprintf(a.stdout, "\nattempt %d panicked: %s\n%s\n", e.Attempt, oneLine(e.Error), e.Stack)
+						fmt.Fprintf(a.stdout, "\nattempt %d panicked: %s\n%s\n", e.Attempt, oneLine(e.Error), multiLine(e.Stack))
 					}
 				}
 			}
@@ -156,12 +156,12 @@ func printHistory(w io.Writer, h []tasks.HistoryEntry, hosts map[tasks.ID]tasks.
 		}
 		action, errText := "-", "-"
 		if e.Action != "" {
-			action = e.Action
+			action = oneLine(e.Action)
 		}
 		if e.Error != "" {
 			errText = truncate(oneLine(e.Error), maxErrorWidth)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", e.Number(), e.Outcome, action, who(e, hosts),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", e.Number(), oneLine(string(e.Outcome)), action, who(e, hosts),
 			relative(&e.FinishedAt, now), took, e.Popped, e.Spawned, e.Sent, bytesize(e.StateBytes), errText)
 	}
 	return tw.Flush()

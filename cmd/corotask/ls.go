@@ -86,7 +86,7 @@ corotask ls --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --json`,
 			fmt.Fprintln(tw, "ID\tTYPE\tSTATUS\tCREATED\tUPDATED\tWAKE\tHEARTBEAT\tINBOX\tNEXT\tFAILURES")
 			for _, t := range list {
 				hb := &t.Heartbeat
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", t.ID, oneLine(string(t.Type)), t.Status,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", t.ID, oneLine(string(t.Type)), oneLine(string(t.Status)),
 					relative(&t.CreatedAt, now), relative(&t.UpdatedAt, now),
 					relative(t.WakeAt, now), relative(hb, now), t.InboxLen, t.InboxNextLen, t.Failures)
 			}

@@ -129,7 +129,7 @@ func decodeMessages(raw []json.RawMessage) []messageJSON {
 func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []tasks.HistoryEntry, more bool,
 	hosts map[tasks.ID]tasks.Executor, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, oneLine(v)) }
 	row("id", t.ID.String())
 	row("uuid", t.ID.UUID()) // how SQL (send_to_task, the table) names it
 	row("type", oneLine(string(t.Type)))

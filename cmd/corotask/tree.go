@@ -141,7 +141,7 @@ func printTree(w io.Writer, nodes []treeNode) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	line := func(prefix string, n treeNode) {
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\n", prefix, n.ID, oneLine(n.Type), n.Status)
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\n", prefix, n.ID, oneLine(n.Type), oneLine(n.Status))
 	}
 	// A child is printed under a parent printed before it, so a cycle in
 	// the rows (a parent below its child) cannot be walked.

@@ -28,6 +28,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/corotask/corotask/internal/termsafe"
 )
 
 // LocalURL is the URL of the conventional local server that [Find] tries
@@ -355,10 +357,11 @@ func (e *connectError) Error() string {
 
 func (e *connectError) Unwrap() error { return e.err }
 
-// ErrorText returns the message of err to print: masked with [Redact], and
-// with a connection failure of pgx that err holds (and that [ConnectError]
-// did not already shorten) reduced to [ConnectDetail], so that each attempt's
-// failure is printed once.
+// ErrorText returns the message of err to print: masked with [Redact], with
+// a connection failure of pgx that err holds (and that [ConnectError] did not
+// already shorten) reduced to [ConnectDetail], so that each attempt's failure
+// is printed once, and with the characters a terminal acts on escaped (see
+// termsafe): an error may quote what the database holds.
 func ErrorText(err error) string {
 	msg := err.Error()
 	var ours *connectError
@@ -366,7 +369,7 @@ func ErrorText(err error) string {
 	if !errors.As(err, &ours) && errors.As(err, &ce) {
 		msg = strings.Replace(msg, ce.Error(), ConnectDetail(ce), 1)
 	}
-	return Redact(msg)
+	return termsafe.Text(Redact(msg))
 }
 
 // ConnectDetail returns the message of a connection error of pgx once: pgx

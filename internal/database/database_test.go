@@ -306,3 +306,9 @@ func requireBinaries(t *testing.T) binaries {
 	require.True(t, strings.TrimSpace(b.major) != "")
 	return b
 }
+
+func TestErrorTextEscapesTerminalControls(t *testing.T) {
+	t.Parallel()
+	err := fmt.Errorf("poll: %w", errors.New("remote said \x1b]52;c;cHduZWQ=\x07 \u202eok\nsecond line"))
+	require.Equal(t, `poll: remote said \x1b]52;c;cHduZWQ=\x07 \u202eok`+"\nsecond line", ErrorText(err))
+}
