@@ -61,19 +61,15 @@ func (a *app) connect(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-// invalidURL is the usage error for a connection string that does not parse.
-// pgx's message repeats the string (with its password masked); only the
-// reason after it is kept, so that the string is printed once.
+// invalidURL is the usage error for a connection string that does not parse:
+// the string with any password masked, once, and the reason
+// (database.InvalidReason).
 func invalidURL(t database.Target, err error) error {
-	reason := err.Error()
-	if _, after, ok := strings.Cut(reason, "`: "); ok {
-		reason = after
-	}
 	what := "database URL " + database.Redact(t.ConnString)
 	if t.Source == database.FromLibpqEnv {
 		what = "connection settings: " + t.String()
 	}
-	return usagef("invalid %s: %s", what, database.Redact(reason))
+	return usagef("invalid %s: %s", what, database.InvalidReason(t.ConnString, err))
 }
 
 // closeConn closes conn, even when ctx is already canceled.

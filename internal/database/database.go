@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -398,7 +399,74 @@ func ConnectDetail(err error) string {
 			msgs = append(msgs, m)
 		}
 	}
-	return Redact(strings.Join(msgs, "; "))
+	return maskConfig(Redact(strings.Join(msgs, "; ")), ce.Config)
+}
+
+// maskConfig masks in msg, an error of pgx connecting with cfg, what may be
+// a password that the connection string did not parse as one: pgx takes
+// "alice:pa@ss@db" for the user alice, the password "pa" and the host
+// "ss@db", and quotes that host in its errors ("lookup ss@db: no such
+// host"). The part of such a host before its last "@" is masked, with a hint
+// on percent-encoding; so is the password, wherever it appears.
+func maskConfig(msg string, cfg *pgconn.Config) string {
+	if cfg == nil {
+		return msg
+	}
+	var hint bool
+	for _, h := range append([]string{cfg.Host}, fallbackHosts(cfg)...) {
+		if at := strings.LastIndex(h, "@"); at > 0 {
+			msg = strings.ReplaceAll(msg, h[:at], redacted)
+			hint = true
+		}
+	}
+	// A password shorter than this is left: masking each of its occurrences
+	// would mask words of the message (and it is not worth much).
+	const minMasked = 4
+	if len(cfg.Password) >= minMasked {
+		msg = strings.ReplaceAll(msg, cfg.Password, redacted)
+	}
+	if hint {
+		msg += " (a URL's password holding @, #, /, ? or % must be percent-encoded: %40, %23, %2F, %3F, %25)"
+	}
+	return msg
+}
+
+// fallbackHosts returns the hosts of cfg's fallbacks.
+func fallbackHosts(cfg *pgconn.Config) []string {
+	hosts := make([]string, 0, len(cfg.Fallbacks))
+	for _, f := range cfg.Fallbacks {
+		hosts = append(hosts, f.Host)
+	}
+	return hosts
+}
+
+// validSchemes are the URL schemes pgx (and libpq) accept.
+var validSchemes = []string{"postgres", "postgresql"}
+
+// mistypedScheme matches the start of a URL whose "://" is mistyped:
+// "postgres//", "postgres:/x", "postgres:x" (but not "host=...").
+var mistypedScheme = regexp.MustCompile(`^(postgres|postgresql)(//|:/[^/]|:[^/])`)
+
+// InvalidReason says why connection string s did not parse, given pgx's
+// error err, without quoting s (which may hold a password): "unknown scheme
+// postgress: use postgres:// or postgresql://", "the scheme must be followed
+// by ://", or pgx's reason, with any password masked.
+func InvalidReason(s string, err error) string {
+	if scheme, _, ok := strings.Cut(s, "://"); ok && !strings.ContainsAny(scheme, " =") {
+		if !slices.Contains(validSchemes, strings.ToLower(scheme)) {
+			return fmt.Sprintf("unknown scheme %s: use postgres:// or postgresql://", termsafe.Line(Redact(scheme)))
+		}
+	}
+	if m := mistypedScheme.FindStringSubmatch(strings.ToLower(s)); m != nil {
+		return fmt.Sprintf("the scheme %s must be followed by :// (postgres://USER:PASSWORD@HOST:PORT/DATABASE)", m[1])
+	}
+	reason := err.Error()
+	// pgx's message quotes the string (with the password it found masked):
+	// only the reason after it is kept.
+	if _, after, ok := strings.Cut(reason, "`: "); ok {
+		reason = after
+	}
+	return Redact(reason)
 }
 
 // defaultPrivate starts or reuses the private cluster in DefaultPrivateDir.
@@ -470,6 +538,11 @@ var (
 	// text, up to the last "@" of the word, so that a password with an
 	// unescaped "@" is masked whole.
 	userinfoPassword = regexp.MustCompile("([a-zA-Z][a-zA-Z0-9+.-]*://[^:/?#@\\s\"'`]*:)[^\\s\"'`]*@")
+	// mistypedUserinfoPassword matches the password of a URL whose scheme
+	// is mistyped ("postgres//user:password@", "postgres:/user:...",
+	// "postgres:user:...@"), and of "user:password@host" without a scheme.
+	mistypedUserinfoPassword = regexp.MustCompile("(\\b[a-zA-Z][a-zA-Z0-9+.-]*(?:/{1,3}|:/?)[^:/?#@\\s\"'`]*:)[^\\s\"'`]*@")
+	schemelessPassword       = regexp.MustCompile("((?:^|[\\s\"'`(=])[^\\s:/@\"'`(=]+:)[^\\s\"'`/]*@")
 	// kvPassword matches password=..., sslpassword=... and PGPASSWORD=...,
 	// in keyword/value connection strings, URL queries and error messages.
 	kvPassword = regexp.MustCompile(`(?i)(\b(?:ssl|pg)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&'"` + "`" + `]*)`)
@@ -478,8 +551,9 @@ var (
 // Redact returns s with every password in it replaced by "xxxxx". s is a
 // connection string or any text that holds some, such as an error message:
 // it masks URLs (the password in the user information, even one with an
-// unescaped "@" or a URL that does not parse, and password query
-// parameters) and keyword/value strings ("host=h password=secret"). It is
+// unescaped "@", a URL that does not parse or whose scheme is mistyped, and
+// password query parameters), "user:password@host" and keyword/value
+// strings ("host=h password=secret"). It is
 // the one function corotask masks passwords with, in every message and
 // error.
 func Redact(s string) string {
@@ -492,5 +566,7 @@ func Redact(s string) string {
 		}
 	}
 	s = userinfoPassword.ReplaceAllString(s, "${1}"+redacted+"@")
+	s = mistypedUserinfoPassword.ReplaceAllString(s, "${1}"+redacted+"@")
+	s = schemelessPassword.ReplaceAllString(s, "${1}"+redacted+"@")
 	return kvPassword.ReplaceAllString(s, "${1}"+redacted)
 }
