@@ -157,11 +157,7 @@ func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []ta
 	row("done_at", timestamp(t.DoneAt, now))
 	row("attempts", fmt.Sprint(t.Attempts))
 	row("failures", fmt.Sprint(t.Failures))
-	lastError := "-"
-	if t.LastError != "" {
-		lastError = oneLine(t.LastError)
-	}
-	row("last_error", lastError)
+	row("last_error", lastErrorLine(t, h))
 	var counts []string
 	for _, s := range tasks.Statuses {
 		if n := children[s]; n > 0 {
@@ -200,6 +196,33 @@ func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []ta
 		}
 	}
 	return nil
+}
+
+// lastErrorLine is the task's last error for show: "-" for none; the first
+// line of a panic's (its message, without the stack) and where to read the
+// stack.
+func lastErrorLine(t *tasks.Task, h []tasks.HistoryEntry) string {
+	if t.LastError == "" {
+		return "-"
+	}
+	panicked := strings.Contains(t.LastError, "\n\ngoroutine ")
+	withStack := false
+	for _, e := range h {
+		if e.Outcome == tasks.Panicked && e.Stack != "" {
+			withStack = true
+			if e.Error == t.LastError {
+				panicked = true
+			}
+		}
+	}
+	if !panicked {
+		return t.LastError
+	}
+	first, _, _ := strings.Cut(t.LastError, "\n")
+	if !withStack {
+		return fmt.Sprintf("%s (the stack: 'corotask show --json %s')", first, t.ID)
+	}
+	return fmt.Sprintf("%s (see 'corotask history --stack %s')", first, t.ID)
 }
 
 // printMessages prints a list of stored messages, one per line: their
