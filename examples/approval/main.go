@@ -15,17 +15,17 @@
 //	go run ./examples/approval
 //
 // creates an order, prints the exact commands that approve or reject it (on
-// the database the program uses: here the server on 127.0.0.1:5432; a
+// the database the program uses: here database corotask on 127.0.0.1:5432; a
 // password is never printed), and runs an executor until the order ends:
 //
 //	order 01M80BQXCCNEJD5WAAXATW0K2C for a new laptop waits for approval until 2026-11-23 00:50:47 (a reminder every 10s)
 //	approve it from another shell with:
 //
-//	    corotask --database-url postgres://postgres@127.0.0.1:5432/postgres send 01M80BQXCCNEJD5WAAXATW0K2C '{"approve":true}'
+//	    corotask --database-url postgres://postgres@127.0.0.1:5432/corotask send 01M80BQXCCNEJD5WAAXATW0K2C '{"approve":true}'
 //
 //	or reject it with:
 //
-//	    corotask --database-url postgres://postgres@127.0.0.1:5432/postgres send 01M80BQXCCNEJD5WAAXATW0K2C '{"approve":false,"reason":"too expensive"}'
+//	    corotask --database-url postgres://postgres@127.0.0.1:5432/corotask send 01M80BQXCCNEJD5WAAXATW0K2C '{"approve":false,"reason":"too expensive"}'
 //
 //	(from a clone of the repository, `go run ./cmd/corotask` works as `corotask`)
 //	reminder 1: order 01M80BQXCCNEJD5WAAXATW0K2C for a new laptop waits for approval (23h59m50s left)
@@ -58,7 +58,8 @@
 //	-order ID         wait for an existing order instead of creating one
 //	-strict           fail the poll on a message that is not a decision
 //	--database-url U  the PostgreSQL URL (default $DATABASE_URL, else libpq's
-//	                  PG* variables, else a server on 127.0.0.1:5432)
+//	                  PG* variables, else database corotask on 127.0.0.1:5432,
+//	                  created when missing)
 //	-v                debug logs
 //
 // An order can also be created without this program, with
@@ -103,7 +104,7 @@ type config struct {
 func main() {
 	var cfg config
 	var verbose bool
-	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else 127.0.0.1:5432)")
+	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else database corotask on 127.0.0.1:5432, created when missing)")
 	flag.StringVar(&cfg.Item, "item", "a new laptop", "what the order is for")
 	flag.DurationVar(&cfg.Timeout, "timeout", 24*time.Hour, "how long the order waits for a decision")
 	flag.DurationVar(&cfg.Remind, "remind", 10*time.Second, "how often the order reminds")
@@ -238,6 +239,9 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	// The poller prints reminders while this goroutine prints too.
 	stdout = &lockedWriter{w: stdout}
 	tg := findTarget(cfg.DatabaseURL)
+	if err := tg.ensureDatabase(ctx); err != nil {
+		return err
+	}
 	db, err := pgxpool.New(ctx, tg.ConnString)
 	if err != nil {
 		return fmt.Errorf("invalid database URL: %w", err) // pgx's error names it, masked

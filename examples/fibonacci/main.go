@@ -41,7 +41,8 @@
 //	-workers W        polls each executor runs at once (Config.Concurrency, default 100)
 //	-executors K      executors in this process, each with its own pool (default 1)
 //	--database-url U  the PostgreSQL URL (default $DATABASE_URL, else libpq's
-//	                  PG* variables, else a server on 127.0.0.1:5432)
+//	                  PG* variables, else database corotask on 127.0.0.1:5432,
+//	                  created when missing)
 //	-v                debug logs
 //
 // The time is measured by the database, from the root's creation to its end.
@@ -93,7 +94,7 @@ type config struct {
 func main() {
 	var cfg config
 	var verbose bool
-	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else 127.0.0.1:5432)")
+	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else database corotask on 127.0.0.1:5432, created when missing)")
 	flag.IntVar(&cfg.N, "n", 16, "compute fib(`N`)")
 	flag.StringVar(&cfg.Role, "role", "all", "all: executors and submit in this process; work: only executors, until interrupted; submit: only create the root and wait for its result")
 	flag.IntVar(&cfg.Workers, "workers", 100, "polls each executor runs at once")
@@ -197,6 +198,9 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	tg := findTarget(cfg.DatabaseURL)
+	if err := tg.ensureDatabase(ctx); err != nil {
+		return err
+	}
 
 	switch cfg.Role {
 	case "submit":

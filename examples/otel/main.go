@@ -23,8 +23,8 @@
 //	-items N          items in the checkout (default 3)
 //	-pretty           indent the JSON
 //	--database-url U  the PostgreSQL URL (default $DATABASE_URL, else libpq's
-//	                  PG* variables, else a server on 127.0.0.1:5432, else a
-//	                  private cluster)
+//	                  PG* variables, else database corotask on 127.0.0.1:5432,
+//	                  created when missing)
 //	-v                debug logs
 //
 // To export to a collector instead, replace the stdout exporters with
@@ -72,7 +72,7 @@ type config struct {
 func main() {
 	var cfg config
 	var verbose bool
-	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else 127.0.0.1:5432)")
+	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else database corotask on 127.0.0.1:5432, created when missing)")
 	flag.IntVar(&cfg.Items, "items", 3, "items in the checkout")
 	flag.BoolVar(&cfg.Pretty, "pretty", false, "indent the JSON")
 	flag.BoolVar(&verbose, "v", false, "debug logs")
@@ -154,6 +154,9 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
 	tg := findTarget(cfg.DatabaseURL)
+	if err := tg.ensureDatabase(ctx); err != nil {
+		return err
+	}
 	pc, err := pgxpool.ParseConfig(tg.ConnString)
 	if err != nil {
 		return fmt.Errorf("invalid database URL: %w", err) // pgx's error names it, masked

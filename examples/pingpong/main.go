@@ -19,7 +19,8 @@
 //
 //	-n N              round trips to play (default 200)
 //	--database-url U  the PostgreSQL URL (default $DATABASE_URL, else libpq's
-//	                  PG* variables, else a server on 127.0.0.1:5432)
+//	                  PG* variables, else database corotask on 127.0.0.1:5432,
+//	                  created when missing)
 //	-v                debug logs
 //
 // The time is measured by the database, from the players' creation to the
@@ -58,7 +59,7 @@ type config struct {
 func main() {
 	var cfg config
 	var verbose bool
-	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else 127.0.0.1:5432)")
+	flag.StringVar(&cfg.DatabaseURL, "database-url", "", "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else database corotask on 127.0.0.1:5432, created when missing)")
 	flag.IntVar(&cfg.N, "n", 200, "round trips to play")
 	flag.BoolVar(&verbose, "v", false, "debug logs")
 	flag.Parse()
@@ -150,6 +151,9 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	tg := findTarget(cfg.DatabaseURL)
+	if err := tg.ensureDatabase(ctx); err != nil {
+		return err
+	}
 	pc, err := pgxpool.ParseConfig(tg.ConnString)
 	if err != nil {
 		return fmt.Errorf("invalid database URL: %w", err) // pgx's error names it, masked
