@@ -17,8 +17,8 @@ import (
 // isolate, a tag character, a carriage return that overwrites the line.
 const nasty = "\x1b]52;c;ZWNobyBwd25lZA==\x07\x1b]0;title\x1b\\\x1b[8mhidden\x1b[0m\u009b2J\u202egnp.exe\u2066\U000E0041\rover"
 
-// requireTerminalSafe checks that out holds no character a terminal acts on
-// but line breaks and tabs, and that it shows the escaped OSC 52 write.
+// requireTerminalSafe checks that out is UTF-8 and holds no character a
+// terminal acts on but line breaks and tabs.
 func requireTerminalSafe(t *testing.T, what, out string) {
 	t.Helper()
 	require.True(t, utf8.ValidString(out), "%s: %q", what, out)
