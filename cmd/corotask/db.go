@@ -65,7 +65,7 @@ func (a *app) connect(ctx context.Context) (*pgx.Conn, error) {
 // the string with any password masked, once, and the reason
 // (database.InvalidReason).
 func invalidURL(t database.Target, err error) error {
-	what := "database URL " + database.Redact(t.ConnString)
+	what := "database URL " + database.RedactConnString(t.ConnString)
 	if t.Source == database.FromLibpqEnv {
 		what = "connection settings: " + t.String()
 	}

@@ -29,6 +29,7 @@ func TestMistypedURLDoesNotLeakThePassword(t *testing.T) {
 		{"host=127.0.0.1 port=1 user=alice password=S3cret dbname=app", "cannot connect to"},
 		{"host=127.0.0.1 port=1 user=alice password='S3cret with space' dbname=app", "cannot connect to"},
 		{"host=127.0.0.1 port=x user=alice password=S3cret", "invalid port"},
+		{"host=127.0.0.1 port=1 password=Pa55word S3cret user=alice", "invalid database URL host=127.0.0.1 port=1 password=xxxxx user=alice"},
 	} {
 		for _, r := range []result{
 			runCLI(t, nil, "", "show", id, "--database-url", tc.url),
@@ -37,6 +38,7 @@ func TestMistypedURLDoesNotLeakThePassword(t *testing.T) {
 			require.NotEqual(t, exitOK, r.code, "%s", r)
 			require.NotContains(t, r.stdout+r.stderr+r.using, "S3cret", "%q: %s", tc.url, r)
 			require.NotContains(t, r.stdout+r.stderr+r.using, "with space", "%q: %s", tc.url, r)
+			require.NotContains(t, r.stdout+r.stderr+r.using, "Pa55word", "%q: %s", tc.url, r)
 			require.Contains(t, r.stderr, tc.want, "%q: %s", tc.url, r)
 		}
 	}

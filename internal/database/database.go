@@ -121,9 +121,9 @@ type Target struct {
 func (t Target) String() string {
 	switch t.Source {
 	case FromFlag:
-		return Redact(t.ConnString) + " (from --database-url)"
+		return RedactConnString(t.ConnString) + " (from --database-url)"
 	case FromDatabaseURL:
-		return Redact(t.ConnString) + " (from DATABASE_URL)"
+		return RedactConnString(t.ConnString) + " (from DATABASE_URL)"
 	case FromLibpqEnv:
 		d := describeConfig(t.ConnString)
 		if d == "" {
@@ -370,7 +370,14 @@ func ErrorText(err error) string {
 	if !errors.As(err, &ours) && errors.As(err, &ce) {
 		msg = strings.Replace(msg, ce.Error(), ConnectDetail(ce), 1)
 	}
-	return termsafe.Text(Redact(msg))
+	// pgx quotes a keyword/value string that does not parse with only the
+	// first word of a password holding a space masked, and may name another.
+	var secrets []string
+	for _, q := range quoted.FindAllString(msg, -1) {
+		_, s := redactKV(strings.Trim(q, "`"))
+		secrets = append(secrets, s...)
+	}
+	return termsafe.Text(Redact(maskWords(msg, secrets)))
 }
 
 // ConnectDetail returns the message of a connection error of pgx once: pgx
@@ -462,12 +469,30 @@ func InvalidReason(s string, err error) string {
 	}
 	reason := err.Error()
 	// pgx's message quotes the string (with the password it found masked):
-	// only the reason after it is kept.
+	// only the reason after it is kept. It may quote a word of a password
+	// holding a space ("missing = after ..."): each is masked.
 	if _, after, ok := strings.Cut(reason, "`: "); ok {
 		reason = after
 	}
-	return Redact(reason)
+	_, secrets := redactKV(s)
+	return Redact(maskWords(reason, secrets))
 }
+
+// maskWords masks in msg each word of secrets (passwords holding spaces)
+// but the shortest, whose masking would mask words of the message.
+func maskWords(msg string, secrets []string) string {
+	for _, secret := range secrets {
+		for _, word := range strings.Fields(secret) {
+			if len(word) >= 3 {
+				msg = strings.ReplaceAll(msg, word, redacted)
+			}
+		}
+	}
+	return msg
+}
+
+// quoted matches what pgx quotes of a connection string in its errors.
+var quoted = regexp.MustCompile("`[^`]*`")
 
 // defaultPrivate starts or reuses the private cluster in DefaultPrivateDir.
 func defaultPrivate(ctx context.Context) (string, error) {
@@ -547,6 +572,47 @@ var (
 	// in keyword/value connection strings, URL queries and error messages.
 	kvPassword = regexp.MustCompile(`(?i)(\b(?:ssl|pg)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&'"` + "`" + `]*)`)
 )
+
+// kvPasswordKey matches the password keywords of a keyword/value string,
+// and kvNextKey the keyword after a value.
+var (
+	kvPasswordKey = regexp.MustCompile(`(?i)(?:^|\s)(?:ssl)?password\s*=\s*`)
+	kvNextKey     = regexp.MustCompile(`\s+[A-Za-z_]+\s*=`)
+)
+
+// RedactConnString returns connection string s (as given: it may not parse)
+// with its passwords masked: [Redact], and in a keyword/value string an
+// unquoted password holding spaces (which does not parse) is masked up to
+// the next keyword, not only to its first space.
+func RedactConnString(s string) string {
+	masked, _ := redactKV(s)
+	return masked
+}
+
+// redactKV returns RedactConnString(s) and the unquoted passwords it
+// masked in a keyword/value string.
+func redactKV(s string) (string, []string) {
+	if strings.Contains(s, "://") {
+		return Redact(s), nil
+	}
+	var b strings.Builder
+	var secrets []string
+	for {
+		loc := kvPasswordKey.FindStringIndex(s)
+		if loc == nil || strings.HasPrefix(s[loc[1]:], "'") {
+			break
+		}
+		end := len(s)
+		if next := kvNextKey.FindStringIndex(s[loc[1]:]); next != nil {
+			end = loc[1] + next[0]
+		}
+		secrets = append(secrets, s[loc[1]:end])
+		b.WriteString(s[:loc[1]] + redacted)
+		s = s[end:]
+	}
+	b.WriteString(s)
+	return Redact(b.String()), secrets
+}
 
 // Redact returns s with every password in it replaced by "xxxxx". s is a
 // connection string or any text that holds some, such as an error message:

@@ -28,6 +28,7 @@ var mistyped = []string{
 	"host=127.0.0.1 port=1 user=alice password='S3cret with space' dbname=app",
 	"host=127.0.0.1 port=x user=alice password=S3cret",
 	"host=127.0.0.1 port=1 password=S3cret junk",
+	"host=127.0.0.1 port=1 password=Pa55word S3cret user=alice", // an unquoted space
 }
 
 // TestNoPasswordInMessages: for each mistyped connection string, neither
@@ -38,8 +39,9 @@ func TestNoPasswordInMessages(t *testing.T) {
 	for _, s := range mistyped {
 		for _, src := range []Source{FromFlag, FromDatabaseURL} {
 			require.NotContains(t, Target{ConnString: s, Source: src}.String(), "S3cret", "%q", s)
+			require.NotContains(t, Target{ConnString: s, Source: src}.String(), "Pa55word", "%q", s)
 		}
-		require.NotContains(t, Redact(s), "S3cret", "%q", s)
+		require.NotContains(t, RedactConnString(s), "S3cret", "%q", s)
 		cfg, err := pgx.ParseConfig(s)
 		if err != nil {
 			reason := InvalidReason(s, err)
@@ -88,5 +90,19 @@ func TestInvalidReason(t *testing.T) {
 		got := InvalidReason(tc.in, err)
 		require.Contains(t, got, tc.want, tc.in)
 		require.NotContains(t, got, "S3cret", tc.in)
+	}
+}
+
+func TestRedactConnString(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"host=db password=s3 cret user=alice", "host=db password=xxxxx user=alice"},
+		{"host=db password=s3 cret", "host=db password=xxxxx"},
+		{"host=db password = 's3 cret' user=alice", "host=db password = xxxxx user=alice"},
+		{"host=db password=s3cret sslpassword=a b sslmode=require", "host=db password=xxxxx sslpassword=xxxxx sslmode=require"},
+		{"host=db user=alice", "host=db user=alice"},
+		{"postgres://alice:s3cret@db/app", "postgres://alice:xxxxx@db/app"},
+	} {
+		require.Equal(t, tc.want, RedactConnString(tc.in), tc.in)
 	}
 }
