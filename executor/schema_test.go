@@ -252,3 +252,46 @@ func TestOnCommitSchemaErrorFailsThePoll(t *testing.T) {
 	require.NoError(t, err)
 	waitStatus(t, db, id2, tasks.StatusRetrying)
 }
+
+// After its connections are lost (a restarted server, a failover to a
+// database at another schema), the executor checks the schema again before
+// it goes on: it stops, and Run returns the *sql.SchemaError.
+func TestExecutorChecksTheSchemaAgainAfterReconnecting(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, id := schemaDB(t)
+	cfg := fastConfig(t)
+	cfg.HeartbeatTimeout = 3 * time.Second
+	cfg.ShutdownTimeout = time.Second
+	e := executor.New(db, cfg)
+	polling := make(chan struct{}, 1)
+	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		select {
+		case polling <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return executor.Done(), nil
+	}))
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	<-polling
+	waitFor(t, "a renewal of the claim", func() bool {
+		var renewed bool
+		require.NoError(t, db.QueryRow(ctx, `SELECT heartbeat > claimed_at FROM corotask.tasks WHERE task_id = $1`, id).Scan(&renewed))
+		return renewed
+	})
+	// The database now says it is behind this build, and every connection
+	// to it is cut.
+	_, err := db.Exec(ctx, `DELETE FROM corotask.migrations WHERE version = $1`, corosql.BuildSchema().Migration)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	require.NoError(t, err)
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, corosql.ErrSchemaBehind)
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not stop")
+	}
+}
