@@ -13,6 +13,11 @@
 // CREATE OR REPLACE: Migrate applies a function file again whenever its
 // contents differ from those last applied, so a fix to a function is a change
 // to its file, not a new migration.
+//
+// CheckSchema tells whether a build runs on a database's schema: executors
+// and the CLI call it at start, and refuse a schema older than their build,
+// or newer unless its migrations declare the build compatible (see
+// Migration.CompatibleFrom).
 package sql
 
 import (
