@@ -72,19 +72,19 @@ func TestExecutorRefusesASchemaThatDoesNotFit(t *testing.T) {
 		text  string
 	}{
 		{"empty database", nil, corosql.ErrSchemaBehind,
-			fmt.Sprintf("executor: no corotask schema in this database (this build needs migration %d): run `corotask migrate` or sql.Migrate with this build", build.Migration)},
+			fmt.Sprintf("executor: no corotask schema in this database (this build needs migration %d): run 'corotask migrate' or sql.Migrate with this build", build.Migration)},
 		{"behind by a migration", func(t *testing.T, db *pgxpool.Pool) {
 			_, err := db.Exec(context.Background(), `DELETE FROM corotask.migrations WHERE version = $1`, build.Migration)
 			require.NoError(t, err)
 		}, corosql.ErrSchemaBehind,
-			fmt.Sprintf("executor: corotask schema at migration %d, this build needs %d: run `corotask migrate` or sql.Migrate with this build", build.Migration-1, build.Migration)},
+			fmt.Sprintf("executor: corotask schema at migration %d, this build needs %d: run 'corotask migrate' or sql.Migrate with this build", build.Migration-1, build.Migration)},
 		{"behind by the functions", func(t *testing.T, db *pgxpool.Pool) {
 			_, err := db.Exec(context.Background(), `UPDATE corotask.function_files SET release = $1 - 1`, build.Functions)
 			require.NoError(t, err)
 			_, err = db.Exec(context.Background(), `UPDATE corotask.function_files SET checksum = 'older' WHERE name = 'commit.sql'`)
 			require.NoError(t, err)
 		}, corosql.ErrSchemaBehind,
-			fmt.Sprintf("executor: corotask functions at release %d, this build needs %d: run `corotask migrate` or sql.Migrate with this build", build.Functions-1, build.Functions)},
+			fmt.Sprintf("executor: corotask functions at release %d, this build needs %d: run 'corotask migrate' or sql.Migrate with this build", build.Functions-1, build.Functions)},
 		{"ahead, incompatible", func(t *testing.T, db *pgxpool.Pool) {
 			_, err := db.Exec(context.Background(), `INSERT INTO corotask.migrations (version, name, checksum) VALUES ($1, 'future.sql', 'x')`, build.Migration+1)
 			require.NoError(t, err)

@@ -53,7 +53,7 @@ func (e *SchemaError) Unwrap() error {
 	return ErrSchemaBehind
 }
 
-const migrateHint = "run `corotask migrate` or sql.Migrate with this build"
+const migrateHint = "run 'corotask migrate' or sql.Migrate with this build"
 
 func (e *SchemaError) Error() string {
 	f, n := e.Found, e.Needed

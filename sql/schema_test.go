@@ -53,7 +53,7 @@ func TestCheckSchemaOfAnEmptyDatabase(t *testing.T) {
 	found, err := corosql.CheckSchema(context.Background(), db)
 	require.ErrorIs(t, err, corosql.ErrSchemaBehind)
 	require.Zero(t, found.Migration)
-	require.EqualError(t, err, fmt.Sprintf("no corotask schema in this database (this build needs migration %d): run `corotask migrate` or sql.Migrate with this build",
+	require.EqualError(t, err, fmt.Sprintf("no corotask schema in this database (this build needs migration %d): run 'corotask migrate' or sql.Migrate with this build",
 		corosql.BuildSchema().Migration))
 }
 
@@ -70,7 +70,7 @@ func TestCheckSchemaBehindByAMigration(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, last-1, se.Found.Migration)
 	require.Equal(t, last, se.Needed.Migration)
-	require.EqualError(t, err, fmt.Sprintf("corotask schema at migration %d, this build needs %d: run `corotask migrate` or sql.Migrate with this build", last-1, last))
+	require.EqualError(t, err, fmt.Sprintf("corotask schema at migration %d, this build needs %d: run 'corotask migrate' or sql.Migrate with this build", last-1, last))
 }
 
 // Functions of an older release that differ from this build's are behind,
@@ -86,7 +86,7 @@ func TestCheckSchemaBehindByTheFunctions(t *testing.T) {
 	require.NoError(t, err)
 	_, err = corosql.CheckSchema(ctx, db)
 	require.ErrorIs(t, err, corosql.ErrSchemaBehind)
-	require.EqualError(t, err, fmt.Sprintf("corotask functions at release %d, this build needs %d: run `corotask migrate` or sql.Migrate with this build",
+	require.EqualError(t, err, fmt.Sprintf("corotask functions at release %d, this build needs %d: run 'corotask migrate' or sql.Migrate with this build",
 		build.Functions-1, build.Functions))
 
 	// Migrate puts this build's functions in, and the check passes.

@@ -16,11 +16,11 @@ import (
 func TestCommandsRefuseASchemaThatDoesNotFit(t *testing.T) {
 	t.Parallel()
 	build := corosql.BuildSchema()
-	behind := fmt.Sprintf("corotask schema at migration %d, this build needs %d: run `corotask migrate` or sql.Migrate with this build\n",
+	behind := fmt.Sprintf("corotask schema at migration %d, this build needs %d: run 'corotask migrate' or sql.Migrate with this build\n",
 		build.Migration-1, build.Migration)
 	ahead := fmt.Sprintf("corotask schema newer than this build (migration %d, this build knows %d; it runs builds from migration %d on): upgrade corotask\n",
 		build.Migration+1, build.Migration, build.Migration+1)
-	empty := fmt.Sprintf("no corotask schema in this database (this build needs migration %d): run `corotask migrate` or sql.Migrate with this build\n",
+	empty := fmt.Sprintf("no corotask schema in this database (this build needs migration %d): run 'corotask migrate' or sql.Migrate with this build\n",
 		build.Migration)
 	id := "01J0000000000000000000000A"
 	commands := [][]string{
