@@ -200,6 +200,10 @@ func (e *Executor) Run(ctx context.Context) error {
 		e.mu.Lock()
 		e.running = false
 		e.mu.Unlock()
+		var se *corosql.SchemaError
+		if ctx.Err() != nil && !errors.As(err, &se) {
+			return nil // stopped before it started: nothing claimed
+		}
 		return err
 	}
 	e.log.Info("corotask: executor starting", "types", len(e.handlers), "concurrency", e.cfg.Concurrency)

@@ -295,3 +295,16 @@ func TestExecutorChecksTheSchemaAgainAfterReconnecting(t *testing.T) {
 		t.Fatal("Run did not stop")
 	}
 }
+
+// A Run whose context ends while it checks the schema has claimed nothing,
+// and stops as any Run does: it returns nil.
+func TestRunStoppedBeforeItStartsReturnsNil(t *testing.T) {
+	t.Parallel()
+	db, _ := schemaDB(t)
+	e := executor.New(db, fastConfig(t))
+	polls := countingPoller(e)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, e.Run(ctx))
+	require.Zero(t, polls.Load())
+}
