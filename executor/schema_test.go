@@ -158,8 +158,7 @@ func TestExecutorRunsOnANewerCompatibleSchema(t *testing.T) {
 
 // renameFunction renames every overload of corotask.name, as a database the
 // build does not fit would lack it.
-func renameFunction(t *testing.T, db *pgxpool.Pool, name string) {
-	t.Helper()
+func renameFunction(db *pgxpool.Pool, name string) error {
 	_, err := db.Exec(context.Background(), fmt.Sprintf(`DO $$
 		DECLARE f regprocedure;
 		BEGIN
@@ -167,7 +166,7 @@ func renameFunction(t *testing.T, db *pgxpool.Pool, name string) {
 				EXECUTE format('ALTER FUNCTION %%s RENAME TO %s_gone', f);
 			END LOOP;
 		END $$`, name, name))
-	require.NoError(t, err)
+	return err
 }
 
 // A statement of corotask's that fails on the schema (here: its commit, or
@@ -193,13 +192,13 @@ func TestSchemaErrorAtCommitCountsNothing(t *testing.T) {
 				ctx := context.Background()
 				db, id := schemaDB(t)
 				var polls atomic.Int32
+				var setupErr error // written by the first poll, read once Run or PollOnce returned
 				e := executor.New(db, fastConfig(t))
 				executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t2 *executor.Task[int, int]) (executor.Action, error) {
 					if polls.Add(1) == 1 {
-						renameFunction(t, db, c.function)
-						if c.behind {
-							_, err := db.Exec(ctx, `DELETE FROM corotask.migrations WHERE version = $1`, corosql.BuildSchema().Migration)
-							require.NoError(t, err)
+						setupErr = renameFunction(db, c.function)
+						if c.behind && setupErr == nil {
+							_, setupErr = db.Exec(ctx, `DELETE FROM corotask.migrations WHERE version = $1`, corosql.BuildSchema().Migration)
 						}
 					}
 					return executor.Done(), c.pollErr
@@ -210,6 +209,7 @@ func TestSchemaErrorAtCommitCountsNothing(t *testing.T) {
 				} else {
 					_, err = e.PollOnce(ctx)
 				}
+				require.NoError(t, setupErr)
 				if c.behind {
 					require.ErrorIs(t, err, corosql.ErrSchemaBehind)
 				} else {
