@@ -133,6 +133,7 @@ func (e *Executor) exhausted(c *claimed) bool {
 func (e *Executor) failClaimed(ctx context.Context, c *claimed) error {
 	var ok bool
 	if err := e.pool.QueryRow(ctx, `SELECT corotask.fail_claimed($1, $2)`, c.id, pgtype.UUID{Bytes: c.claim, Valid: true}).Scan(&ok); err != nil {
+		e.schemaFault(err)
 		return dberr.Translate(err)
 	}
 	if ok {

@@ -19,30 +19,38 @@ import (
 
 // settle records the outcome of a poll: commit it, record its failure, or
 // release its claim, depending on how it ended. It returns the error of a
-// commit the database refused, which failed the poll.
+// commit the database refused, which failed the poll, or a schema fault (see
+// schemaFault), which gave its claim back and counted nothing.
 func (e *Executor) settle(pctx context.Context, c *claimed, out *outcome, opts typeOptions) error {
 	// Writes must go through even while the executor shuts down; the
 	// heartbeat keeper still renews the claim meanwhile.
 	ctx := context.WithoutCancel(pctx)
 	cause := context.Cause(pctx)
 	switch {
-	case errors.Is(cause, ErrClaimLost), errors.Is(cause, ErrRenewTimeout), errors.Is(cause, ErrCanceled):
+	case errors.Is(cause, ErrCanceled):
+		// Logged with the other polls the cancel stopped, in one line.
+		e.canceled.add(c.id)
+		e.recordLost(ctx, c, "canceled", cause.Error(), opts.history())
+	case errors.Is(cause, ErrClaimLost), errors.Is(cause, ErrRenewTimeout):
 		e.log.Warn("corotask: poll's claim was lost; its outcome is discarded", "task", c.id, "type", c.typ, "cause", cause)
-		outcome := "claim_lost"
-		if errors.Is(cause, ErrCanceled) {
-			outcome = "canceled"
-		}
-		e.recordLost(ctx, c, outcome, cause.Error(), opts.history())
+		e.recordLost(ctx, c, "claim_lost", cause.Error(), opts.history())
 	case errors.Is(cause, ErrShutdown):
 		if err := e.retry(pctx, c, func() error { return e.release(ctx, 0, c) }); err != nil {
 			e.log.Error("corotask: release claim", "task", c.id, "error", err)
 		}
 	case out.err != nil:
-		e.fail(ctx, pctx, c, out.err, opts)
+		return e.fail(ctx, pctx, c, out.err, opts)
 	default:
 		err := e.commit(ctx, pctx, c, out, opts.history())
 		switch {
 		case err == nil:
+		case e.schemaFault(err):
+			// The database is not what this build expects: not the poll's
+			// fault, and nothing of it is counted.
+			e.log.Error("corotask: commit poll: the database's schema does not fit this build; the claim is given back",
+				"task", c.id, "type", c.typ, "error", err)
+			e.giveBackFaulted(ctx, c)
+			return err
 		case !transient(err):
 			// The database refused the poll's effects (a message to an ended
 			// task, a failing OnCommit): the poll fails as a whole.
@@ -66,8 +74,9 @@ func (e *Executor) commit(ctx, pctx context.Context, c *claimed, out *outcome, h
 		out.trace = tasks.TraceFrom(pctx)
 	}
 	if len(out.onCommit) == 0 {
-		if err, queued := e.queueCommit(ctx, c, out, history); queued && err == nil {
-			return nil
+		err, queued := e.queueCommit(ctx, c, out, history)
+		if queued && (err == nil || isSchemaFault(err)) {
+			return err // committed, or a schema fault the poll alone would meet too
 		}
 		// Not queued, or the batch failed: commit on its own, where an
 		// error concerns this poll alone.
@@ -149,8 +158,9 @@ func (e *Executor) logCommitted(ctx context.Context, c *claimed, out *outcome, a
 }
 
 // fail records a failed poll: failures+1, last_error, backoff; or the end of
-// the task when it reached its type's MaxFailures.
-func (e *Executor) fail(ctx, pctx context.Context, c *claimed, pollErr error, opts typeOptions) {
+// the task when it reached its type's MaxFailures. It returns a schema fault
+// that kept it from recording it (the claim is then given back).
+func (e *Executor) fail(ctx, pctx context.Context, c *claimed, pollErr error, opts typeOptions) error {
 	delay := backoff(cmp.Or(opts.backoffMin, e.cfg.BackoffMin), cmp.Or(opts.backoffMax, e.cfg.BackoffMax), c.failures+1)
 	attrs := []any{"task", c.id, "type", c.typ, "failures", c.failures + 1, "error", pollErr}
 	// The error's text and, for a panic, its stack apart: the history keeps
@@ -171,6 +181,11 @@ func (e *Executor) fail(ctx, pctx context.Context, c *claimed, pollErr error, op
 	})
 	e.hooks.failed(c, pollErr, lost, ended, err)
 	switch {
+	case e.schemaFault(err):
+		e.log.Error("corotask: record poll failure: the database's schema does not fit this build; the claim is given back",
+			append(attrs, "db_error", err)...)
+		e.giveBackFaulted(ctx, c)
+		return err
 	case err != nil:
 		e.log.Error("corotask: record poll failure", append(attrs, "db_error", err)...)
 	case lost:
@@ -180,6 +195,7 @@ func (e *Executor) fail(ctx, pctx context.Context, c *claimed, pollErr error, op
 	default:
 		e.log.Warn("corotask: poll failed; retrying later", append(attrs, "retry_in", delay)...)
 	}
+	return nil
 }
 
 // recordLost records, in the task's history, a poll whose claim was lost
@@ -192,6 +208,7 @@ func (e *Executor) recordLost(ctx context.Context, c *claimed, outcome, reason s
 	if _, err := e.pool.Exec(ctx, `SELECT corotask.record_lost($1, $2, $3, $4, $5, $6)`,
 		c.id, c.attempt, outcome, e.id, c.claimedAt, storableText(reason)); err != nil {
 		e.log.Warn("corotask: record lost claim in history", "task", c.id, "error", dberr.Translate(err))
+		e.schemaFault(err)
 	}
 }
 
@@ -208,6 +225,7 @@ func (e *Executor) release(ctx context.Context, delay time.Duration, cs ...*clai
 	ids, tokens := claimArgs(cs)
 	var n int
 	if err := e.pool.QueryRow(ctx, `SELECT corotask.release_claims($1, $2, $3)`, ids, tokens, delay).Scan(&n); err != nil {
+		e.schemaFault(err)
 		return fmt.Errorf("release %d claims: %w", len(cs), dberr.Translate(err))
 	}
 	e.log.Info("corotask: released claims", "claims", n)

@@ -68,6 +68,18 @@
 //   - When a task ends (done, failed after MaxFailures, or canceled) its
 //     parent, if still alive, receives exactly one completion message.
 //
+// # Schema
+//
+// Run and PollOnce first check that the database's schema is one this build
+// runs on (sql.CheckSchema): on a database without the corotask schema, or
+// one older or newer than this build runs on, they claim and poll nothing
+// and return a *sql.SchemaError that says what to do (run `corotask migrate`,
+// or upgrade corotask). An error of class 42 from corotask's own statements
+// (an undefined function, table or column: the schema changed under a
+// running executor) is never counted against a task: the claim is given
+// back and Run stops and returns it. See "Rolling deploys" in
+// docs/operations.md.
+//
 // # Stopping
 //
 // When Run's context ends, the executor stops claiming, lets in-flight polls

@@ -13,6 +13,7 @@ import (
 
 	"github.com/corotask/corotask/heartbeat"
 	"github.com/corotask/corotask/internal/cause"
+	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -81,6 +82,8 @@ type Executor struct {
 	stopping bool
 	polls    sync.WaitGroup
 	hooks    hookCaller
+	schema   schemaGuard
+	canceled canceledPolls
 }
 
 type flight struct {
@@ -101,16 +104,12 @@ func New(pool *pgxpool.Pool, cfg Config) *Executor {
 	stopped, cancel := context.WithCancel(context.Background())
 	cancel()
 	cfg = cfg.withDefaults()
-	return &Executor{
-		id:     tasks.NewID(),
-		pool:   pool,
-		cfg:    cfg,
-		cfgErr: cfg.validate(),
-		log:    cfg.Logger,
-		keeper: heartbeat.NewDedicated(heartbeat.ConnectLike(pool), heartbeat.Config{
-			Timeout: cfg.HeartbeatTimeout, Interval: cfg.HeartbeatInterval, Logger: cfg.Logger,
-			Renewed: hookCaller{cfg.Hooks}.heartbeatHook(),
-		}),
+	e := &Executor{
+		id:             tasks.NewID(),
+		pool:           pool,
+		cfg:            cfg,
+		cfgErr:         cfg.validate(),
+		log:            cfg.Logger,
 		wake:           make(chan struct{}, 1),
 		listening:      make(chan struct{}),
 		commitQ:        make(chan *pendingCommit),
@@ -121,7 +120,20 @@ func New(pool *pgxpool.Pool, cfg Config) *Executor {
 		perType:        map[tasks.Type]int{},
 		waitingPerType: map[tasks.Type]int{},
 		hooks:          hookCaller{cfg.Hooks},
+		schema:         newSchemaGuard(),
+		canceled:       canceledPolls{log: cfg.Logger},
 	}
+	renewed := e.hooks.heartbeatHook()
+	e.keeper = heartbeat.NewDedicated(e.keeperConnect(heartbeat.ConnectLike(pool)), heartbeat.Config{
+		Timeout: cfg.HeartbeatTimeout, Interval: cfg.HeartbeatInterval, Logger: cfg.Logger,
+		Renewed: func(ctx context.Context, claims int, took time.Duration, err error) {
+			e.schemaFault(err)
+			if renewed != nil {
+				renewed(ctx, claims, took, err)
+			}
+		},
+	})
+	return e
 }
 
 func (e *Executor) register(typ tasks.Type, h handler) error {
@@ -153,7 +165,18 @@ func (e *Executor) Types() []tasks.Type {
 // cancels those left (with cause ErrShutdown) and releases their claims so
 // another executor can take the tasks at once. Transient database errors
 // (lost connections, a restarting server) are logged and retried; Run returns
-// an error only when it cannot start.
+// an error when it cannot start, and when the database's schema does not fit
+// this build.
+//
+// Run checks the schema first (see sql.CheckSchema): on a database that has
+// no corotask schema, or one older or newer than this build runs on, it
+// claims nothing and returns the *sql.SchemaError, which says what was found,
+// what is needed and what to do. It checks again when the heartbeat's
+// connection is opened again and after failed claims; and a statement of
+// corotask's own that fails with an error of class 42 (an undefined function,
+// table or column, a permission denied) is never counted against the task:
+// its claim is given back, and Run stops gracefully and returns the error
+// (the *sql.SchemaError when the schema no longer fits).
 func (e *Executor) Run(ctx context.Context) error {
 	if e.cfgErr != nil {
 		return e.cfgErr
@@ -173,6 +196,16 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 	e.running = true
 	e.mu.Unlock()
+	if err := e.startChecked(ctx); err != nil {
+		e.mu.Lock()
+		e.running = false
+		e.mu.Unlock()
+		var se *corosql.SchemaError
+		if ctx.Err() != nil && !errors.As(err, &se) {
+			return nil // stopped before it started: nothing claimed
+		}
+		return err
+	}
 	e.log.Info("corotask: executor starting", "types", len(e.handlers), "concurrency", e.cfg.Concurrency)
 	if e.cfg.HeartbeatInterval > e.cfg.HeartbeatTimeout/2 {
 		e.log.Warn("corotask: HeartbeatInterval is over half of HeartbeatTimeout: one failed renewal expires every claim",
@@ -230,7 +263,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		}
 		t.Stop()
 	}
-	e.claimLoop(ctx, pollBase)
+	stopErr := e.claimLoop(ctx, pollBase)
 	e.mu.Lock()
 	e.stopping = true
 	e.mu.Unlock()
@@ -249,11 +282,23 @@ func (e *Executor) Run(ctx context.Context) error {
 	stopBg()
 	loops.Wait()
 	e.deregister()
+	e.canceled.flush()
 	e.mu.Lock()
 	e.running = false
 	e.mu.Unlock()
 	e.log.Info("corotask: executor stopped")
-	return nil
+	return stopErr
+}
+
+// startChecked checks the schema as Run starts, after any fault an earlier
+// Run or PollOnce left.
+func (e *Executor) startChecked(ctx context.Context) error {
+	select {
+	case <-e.schema.faults:
+	default:
+	}
+	e.schema.faulted.Store(false)
+	return e.checkSchema(ctx, e.pool)
 }
 
 // checkQueryExecMode refuses pools whose queries do not learn their
@@ -282,23 +327,51 @@ func (e *Executor) inflightCount() int {
 }
 
 // claimLoop claims work whenever there are free slots and a reason to look:
-// a NOTIFY, a finished poll, the next known wake_at, or PollInterval.
-func (e *Executor) claimLoop(ctx context.Context, pollBase context.Context) {
+// a NOTIFY, a finished poll, the next known wake_at, or PollInterval. It
+// returns when ctx ends (nil), or after a schema fault (see schemaFault)
+// with the error Run returns.
+func (e *Executor) claimLoop(ctx context.Context, pollBase context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
+		case fault := <-e.schema.faults:
+			return e.schemaStop(ctx, fault)
 		default:
 		}
 		wait := e.cfg.PollInterval
 		if req := e.request(); req.total > 0 {
-			got, next, err := e.claim(ctx, req)
+			var got []*claimed
+			var next time.Time
+			var err error
+			if failures > 0 {
+				// After failed claims (a lost connection, a restarted
+				// server, a failover), the schema is checked again.
+				err = e.checkSchema(ctx, e.pool)
+				var se *corosql.SchemaError
+				if errors.As(err, &se) {
+					e.stopForSchema(err)
+					continue
+				}
+			}
+			if err == nil {
+				got, next, err = e.claim(ctx, req)
+			}
+			if err == nil && e.schema.faulted.Load() {
+				// Claimed as a fault stopped the executor: not polled.
+				if len(got) > 0 {
+					e.giveBack(got, 0)
+				}
+				continue
+			}
 			switch {
 			case err != nil && ctx.Err() != nil:
-				return
+				return nil
+			case e.schemaFault(err):
+				continue
 			case err != nil:
 				failures++
 				wait = backoff(e.cfg.PollInterval/4, e.cfg.PollInterval*10, failures)
@@ -328,7 +401,9 @@ func (e *Executor) claimLoop(ctx context.Context, pollBase context.Context) {
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
-			return
+			return nil
+		case fault := <-e.schema.faults:
+			return e.schemaStop(ctx, fault)
 		case <-e.wake:
 		case <-timer.C:
 		}
@@ -389,7 +464,7 @@ func (e *Executor) typeFull(typ tasks.Type) bool {
 // canceled while they waited (nothing of them was polled, so nothing is
 // written). e.mu is held; startWaiting then starts or forgets them.
 func (e *Executor) takeWaiting() (run, gone []*flight) {
-	if len(e.waiting) == 0 || e.stopping {
+	if len(e.waiting) == 0 || e.stopping || e.schema.faulted.Load() {
 		return nil, nil
 	}
 	kept := e.waiting[:0]
@@ -423,8 +498,12 @@ func (e *Executor) startWaiting(run, gone []*flight) {
 	var back []*claimed
 	for _, f := range gone {
 		cause := context.Cause(f.ctx)
-		e.log.Info("corotask: a claimed task that waited for a slot was lost meanwhile", "task", f.c.id,
-			"type", f.c.typ, "cause", cause)
+		if errors.Is(cause, ErrCanceled) {
+			e.canceled.add(f.c.id)
+		} else {
+			e.log.Info("corotask: a claimed task that waited for a slot was lost meanwhile", "task", f.c.id,
+				"type", f.c.typ, "cause", cause)
+		}
 		e.keeper.Remove(heartbeat.Claim{Task: f.c.id, Token: f.c.claim})
 		if errors.Is(cause, ErrRenewTimeout) {
 			// Perhaps still ours: given back (fenced) rather than left to
@@ -596,7 +675,8 @@ func (e *Executor) cancelTask(id tasks.ID) {
 	f, ok := e.inflight[id]
 	e.mu.Unlock()
 	if ok {
-		e.log.Info("corotask: task canceled while polled", "task", id)
+		// Logged with the others the cancel stopped, once the poll settles.
+		e.log.Debug("corotask: task canceled while polled", "task", id)
 		f.cancel(ErrCanceled)
 	}
 }

@@ -13,6 +13,12 @@ import (
 // background loops: a deterministic step for tests of pollers. It returns how
 // many tasks it polled, and an error joining any failed polls (which are
 // recorded as failures, as Run would) and database errors.
+//
+// Like Run, it checks the database's schema first (at its first call, and
+// again after a schema error): on a schema this build does not run on it
+// claims nothing and returns the *sql.SchemaError. A statement of corotask's
+// that fails with an error of class 42 counts nothing against the task: the
+// claims it holds are given back, and it returns at once.
 func (e *Executor) PollOnce(ctx context.Context) (int, error) {
 	if e.cfgErr != nil {
 		return 0, e.cfgErr
@@ -22,13 +28,22 @@ func (e *Executor) PollOnce(ctx context.Context) (int, error) {
 	if req.total == 0 {
 		return 0, errors.New("executor: no pollers registered")
 	}
+	if !e.schema.checked.Load() {
+		if err := e.startChecked(ctx); err != nil {
+			return 0, err
+		}
+		e.schema.checked.Store(true)
+	}
 	got, _, err := e.claim(ctx, req)
 	if err != nil {
+		if e.schemaFault(err) {
+			return 0, e.schemaStop(ctx, err)
+		}
 		return 0, err
 	}
 	slices.SortFunc(got, func(a, b *claimed) int { return bytes.Compare(a.id[:], b.id[:]) })
 	var errs []error
-	for _, c := range got {
+	for i, c := range got {
 		e.mu.Lock()
 		h := e.handlers[c.typ]
 		e.mu.Unlock()
@@ -38,10 +53,18 @@ func (e *Executor) PollOnce(ctx context.Context) (int, error) {
 		if out.err != nil {
 			errs = append(errs, fmt.Errorf("poll %s (%s): %w", c.id, c.typ, out.err))
 		}
-		if err := e.settle(ctx, c, out, h.options()); err != nil {
+		err := e.settle(ctx, c, out, h.options())
+		e.hooks.pollDone(ctx, c)
+		if isSchemaFault(err) {
+			// Nothing more is polled: the rest are given back unpolled.
+			if rest := got[i+1:]; len(rest) > 0 {
+				e.giveBack(rest, 0)
+			}
+			return i + 1, errors.Join(append(errs, e.schemaStop(ctx, err))...)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("commit %s (%s): %w", c.id, c.typ, err))
 		}
-		e.hooks.pollDone(ctx, c)
 	}
 	return len(got), errors.Join(errs...)
 }

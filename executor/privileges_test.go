@@ -12,6 +12,7 @@ import (
 	"github.com/corotask/corotask/executor"
 	"github.com/corotask/corotask/inbox"
 	"github.com/corotask/corotask/internal/testdb"
+	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -37,6 +38,9 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	admin := testdb.Pool(t, url)
+	// This build's Migrate lets every role read the bookkeeping tables,
+	// which executors check the schema against.
+	require.NoError(t, corosql.Migrate(ctx, admin))
 	suffix := strings.ToLower(tasks.NewID().String()[16:])
 	worker, sender := "corotask_worker_"+suffix, "orders_sender_"+suffix
 	_, err := admin.Exec(ctx, `

@@ -13,6 +13,11 @@
 // CREATE OR REPLACE: Migrate applies a function file again whenever its
 // contents differ from those last applied, so a fix to a function is a change
 // to its file, not a new migration.
+//
+// CheckSchema tells whether a build runs on a database's schema: executors
+// and the CLI call it at start, and refuse a schema older than their build,
+// or newer unless its migrations declare the build compatible (see
+// Migration.CompatibleFrom).
 package sql
 
 import (
@@ -40,6 +45,13 @@ type Migration struct {
 	Version int    // from the file name's numeric prefix, applied in increasing order
 	Name    string // the file name, e.g. "0001_init.sql"
 	SQL     string
+	// CompatibleFrom is the oldest build, named by its last migration, that
+	// still runs correctly on the schema this migration leaves. A migration
+	// declares it in a comment line of its header, "-- compatible-from: 8",
+	// when it only adds what older builds ignore (a column with a default,
+	// an index, a function); without it, it is Version: only builds that
+	// know this migration run on it (see CheckSchema).
+	CompatibleFrom int
 }
 
 // Checksum identifies the migration's contents (SHA-256, hex).
@@ -80,7 +92,11 @@ func Migrations() ([]Migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
 		}
-		out = append(out, Migration{Version: v, Name: e.Name(), SQL: string(body)})
+		from, err := parseCompatibleFrom(e.Name(), v, string(body))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Migration{Version: v, Name: e.Name(), SQL: string(body), CompatibleFrom: from})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	for i := 1; i < len(out); i++ {
@@ -138,7 +154,11 @@ func Reporting(r *Report) Option { return func(o *options) { o.report = r } }
 //
 // It refuses a database whose applied migrations differ from this build's
 // (an edited migration), or that has applied a migration this build does not
-// know (a database migrated by a newer build).
+// know (a database migrated by a newer build) unless every such migration
+// declares that builds as old as this one still run on it (see
+// Migration.CompatibleFrom): then it leaves the schema as it is, and returns
+// nil. In a rolling deploy, a process of the older build that migrates at
+// start keeps working on the newer schema.
 func Migrate(ctx context.Context, db tasks.DB, opts ...Option) error {
 	var o options
 	for _, opt := range opts {
@@ -185,6 +205,8 @@ const bookkeeping = `CREATE SCHEMA IF NOT EXISTS corotask;
 	);
 	-- Added after the first release of this table; NULL: not recorded.
 	ALTER TABLE corotask.migrations ADD COLUMN IF NOT EXISTS checksum text;
+	-- The migration's CompatibleFrom; NULL: not recorded, its version.
+	ALTER TABLE corotask.migrations ADD COLUMN IF NOT EXISTS compatible_from integer;
 	CREATE TABLE IF NOT EXISTS corotask.function_files (
 		name       text        PRIMARY KEY,
 		checksum   text        NOT NULL,
@@ -192,18 +214,22 @@ const bookkeeping = `CREATE SCHEMA IF NOT EXISTS corotask;
 	);
 	-- The functionsRelease of the build that applied the file; 0 before it
 	-- was recorded.
-	ALTER TABLE corotask.function_files ADD COLUMN IF NOT EXISTS release integer NOT NULL DEFAULT 0`
+	ALTER TABLE corotask.function_files ADD COLUMN IF NOT EXISTS release integer NOT NULL DEFAULT 0;
+	-- Every role that uses the schema checks, at start, that it is the one
+	-- its build needs (CheckSchema).
+	GRANT SELECT ON corotask.migrations, corotask.function_files TO PUBLIC`
 
 type appliedMigration struct {
-	Version  int32
-	Name     string
-	Checksum string
+	Version        int32
+	Name           string
+	Checksum       string
+	CompatibleFrom *int32
 }
 
 // applyMigrations applies the migrations tx has not applied yet, and returns
 // them and the schema's version afterwards.
 func applyMigrations(ctx context.Context, tx pgx.Tx, all []Migration) ([]Migration, int, error) {
-	rows, err := tx.Query(ctx, "SELECT version, name, coalesce(checksum, '') FROM corotask.migrations ORDER BY version")
+	rows, err := tx.Query(ctx, "SELECT version, name, coalesce(checksum, ''), compatible_from FROM corotask.migrations ORDER BY version")
 	if err != nil {
 		return nil, 0, fmt.Errorf("read applied migrations: %w", err)
 	}
@@ -215,13 +241,30 @@ func applyMigrations(ctx context.Context, tx pgx.Tx, all []Migration) ([]Migrati
 	for _, m := range all {
 		known[m.Version] = m
 	}
+	last := all[len(all)-1].Version
 	have := make(map[int]appliedMigration, len(done))
+	var newer Schema // the migrations applied past this build's last, if any
+	refused := ""    // the first of them that this build may not run on
 	for _, a := range done {
 		if _, ok := known[int(a.Version)]; !ok {
-			return nil, 0, fmt.Errorf("the database has applied migration %s (version %d), which this build does not know (its last is version %d): the schema is newer than this build; upgrade corotask",
-				a.Name, a.Version, all[len(all)-1].Version)
+			if int(a.Version) < last {
+				return nil, 0, fmt.Errorf("the database has applied migration %s (version %d), which this build does not know though its last is version %d: the schema comes from another line of development; migrate it with the build that made it",
+					a.Name, a.Version, last)
+			}
+			from := int(a.Version)
+			if a.CompatibleFrom != nil {
+				from = int(*a.CompatibleFrom)
+			}
+			if newer.Migration, newer.CompatibleFrom = int(a.Version), max(newer.CompatibleFrom, from); from > last {
+				refused = a.Name
+			}
+			continue
 		}
 		have[int(a.Version)] = a
+	}
+	if refused != "" {
+		return nil, 0, fmt.Errorf("the database has applied migration %s, which this build does not know: %w",
+			refused, &SchemaError{Found: newer, Needed: BuildSchema(), Ahead: true})
 	}
 	var applied []Migration
 	version := 0
@@ -237,17 +280,23 @@ func applyMigrations(ctx context.Context, tx pgx.Tx, all []Migration) ([]Migrati
 			} else if a.Checksum != m.Checksum() {
 				return nil, 0, fmt.Errorf("migration %s was applied (as %s) with different contents than this build's: the schema does not match the code; restore the migration or rebuild the database", m.Name, a.Name)
 			}
+			if a.CompatibleFrom == nil {
+				if _, err := tx.Exec(ctx, "UPDATE corotask.migrations SET compatible_from = $2 WHERE version = $1", m.Version, m.CompatibleFrom); err != nil {
+					return nil, 0, fmt.Errorf("record compatible-from of migration %s: %w", m.Name, err)
+				}
+			}
 			continue
 		}
 		if _, err := tx.Exec(ctx, m.SQL); err != nil {
 			return nil, 0, fmt.Errorf("apply migration %s: %w", m.Name, err)
 		}
-		if _, err := tx.Exec(ctx, "INSERT INTO corotask.migrations (version, name, checksum) VALUES ($1, $2, $3)", m.Version, m.Name, m.Checksum()); err != nil {
+		if _, err := tx.Exec(ctx, "INSERT INTO corotask.migrations (version, name, checksum, compatible_from) VALUES ($1, $2, $3, $4)",
+			m.Version, m.Name, m.Checksum(), m.CompatibleFrom); err != nil {
 			return nil, 0, fmt.Errorf("record migration %s: %w", m.Name, err)
 		}
 		applied = append(applied, m)
 	}
-	return applied, version, nil
+	return applied, max(version, newer.Migration), nil
 }
 
 // applyFunctions applies the function files whose contents differ from those

@@ -52,6 +52,11 @@ type command struct {
 	// noDatabase is true for a command that uses no database (version): its
 	// help then lists no database flags.
 	noDatabase bool
+	// anySchema is true for a command that runs on any corotask schema, or
+	// none: migrate, which brings the database to this build's. Every other
+	// command checks, once connected, that this build runs on the database's
+	// schema (see connect), and exits 1 if not.
+	anySchema bool
 	// flags declares the command's own flags on fs (--database-url and --help
 	// are declared for every command) and returns the function that runs the
 	// command on the positional arguments, once the flags are parsed.
@@ -80,6 +85,8 @@ type app struct {
 	// localURL is the local server tried last; empty means
 	// database.LocalURL. Tests replace it.
 	localURL string
+	// anySchema is the command's (see command.anySchema).
+	anySchema bool
 }
 
 // run is the whole CLI: it parses args (without the program name), runs the
@@ -272,7 +279,7 @@ func (a *app) flagSet(cmd *command) (*flag.FlagSet, runFunc) {
 
 // execute parses cmd's flags and arguments and runs it.
 func (a *app) execute(ctx context.Context, cmd *command, args []string) int {
-	a.cmd = cmd.name
+	a.cmd, a.anySchema = cmd.name, cmd.anySchema
 	fs, runCmd := a.flagSet(cmd)
 	positional, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/corotask/corotask/internal/database"
+	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -41,7 +42,9 @@ func (a *app) target(ctx context.Context) (database.Target, error) {
 }
 
 // connect opens one connection to the database; the caller closes it with
-// closeConn.
+// closeConn. Unless the command runs on any schema (migrate), it checks that
+// this build runs on the database's schema (sql.CheckSchema), and returns
+// the error that says what was found, what is needed and what to do if not.
 func (a *app) connect(ctx context.Context) (*pgx.Conn, error) {
 	t, err := a.target(ctx)
 	if err != nil {
@@ -57,6 +60,12 @@ func (a *app) connect(ctx context.Context) (*pgx.Conn, error) {
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, database.ConnectError(t.String(), err)
+	}
+	if !a.anySchema {
+		if _, err := corosql.CheckSchema(ctx, conn); err != nil {
+			closeConn(ctx, conn)
+			return nil, err
+		}
 	}
 	return conn, nil
 }

@@ -11,12 +11,16 @@ import (
 )
 
 var migrateCmd = &command{
-	name:    "migrate",
-	summary: "apply the database schema",
+	name:      "migrate",
+	anySchema: true,
+	summary:   "apply the database schema",
 	help: `Apply the schema migrations the database has not applied yet, and the
 SQL function files that changed since they were last applied, in one
 transaction, and say which. Running it again, or from several processes at
-once, is safe. A database migrated by a newer corotask is refused.`,
+once, is safe. A database migrated by a newer corotask is refused, unless
+its newer migrations declare this version compatible: it is then left as
+it is. Every other command refuses a schema this version does not run on,
+and says to run this one.`,
 	example: `corotask migrate --database-url postgres://postgres@db.internal:5432/app`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		return func(ctx context.Context, a *app, args []string) error {
