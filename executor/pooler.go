@@ -157,10 +157,13 @@ func runPrepared(ctx context.Context, pc *pgconn.PgConn, name string) (int32, er
 }
 
 // refused marks the error PgBouncer in statement mode gives a transaction
-// block (08P01, "transaction blocks not allowed in statement pooling mode").
+// block: 08P01, "transaction blocks not allowed in statement pooling mode".
+// PgBouncer gives 08P01 for passing trouble too ("server login has been
+// failing, try again later" while PostgreSQL restarts): only the words tell
+// them apart.
 func refused(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "08P01" {
+	if errors.As(err, &pgErr) && pgErr.Code == "08P01" && strings.Contains(pgErr.Message, "statement pooling") {
 		return fmt.Errorf("%w: %w", ErrTransactionsRefused, err)
 	}
 	return err
