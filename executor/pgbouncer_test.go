@@ -27,6 +27,9 @@ func TestBehindPgBouncerInTransactionMode(t *testing.T) {
 	newExecutor := func() *executor.Executor {
 		cfg := fastConfig(t)
 		cfg.DisableListen = true
+		// The first executor stops with the blocking poll in flight: it
+		// gives the task back at once rather than after 5s.
+		cfg.ShutdownTimeout = 10 * time.Millisecond
 		e := executor.New(testdb.Pool(t, withQueryExecMode(t, url, "cache_describe")), cfg)
 		executor.Register(e, "fib", fibPoller(executor.AwaitChildren(), nil))
 		executor.Register(e, "echo", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
@@ -84,6 +87,7 @@ func TestRunRefusesWhatPgBouncerCannotCarry(t *testing.T) {
 		{"describe_exec", "transaction", "describe_exec", false, executor.ErrPreparedStatementsLost, "set default_query_exec_mode=cache_describe"},
 		{"statement_pooling", "statement", "cache_describe", false, executor.ErrTransactionsRefused, "use pool_mode = transaction or session"},
 		{"session_pooling", "session", "cache_statement", true, nil, ""},
+		{"session_pooling_describe_exec", "session", "describe_exec", false, nil, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
