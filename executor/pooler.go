@@ -67,17 +67,24 @@ func (e *Executor) checkPooler(ctx context.Context) error {
 	return nil
 }
 
+// probeRounds bounds probeSessions' rounds: each round finds transaction
+// pooling for certain when the pooler gives B the server connection A
+// released last, as PgBouncer does when no other client takes it first.
+const probeRounds = 3
+
 // probeSessions finds out whether two connections of pool share a server
 // session between their transactions, as a pooler in transaction mode makes
 // them do, and whether a statement prepared on one connection is still there
-// in its next transaction. With no other client of the pooler at work, it
-// always finds out: PgBouncer gives an idle client the server connection
-// released last. Connection A prepares a statement and runs it; B then holds
-// a transaction open, on A's server connection if it was released; A runs
-// its prepared statement again, on another server connection if B holds its
-// own. Without a pooler, A and B are two server sessions throughout. An
-// error that wraps ErrTransactionsRefused is definitive; any other means the
-// probe could not run.
+// in a later transaction. Connection A prepares a statement and runs it; B
+// then holds a transaction open; A runs a statement, then its prepared one
+// again. Without a pooler, A and B are two server sessions throughout. Behind
+// PgBouncer in transaction mode, B is given the server connection A released
+// last, unless another client took it first: then A must run elsewhere, and
+// its prepared statement is gone unless the pooler prepares it again for A
+// (PgBouncer 1.21 and later, with max_prepared_statements). A round that
+// finds neither is tried again, up to probeRounds. An error that wraps
+// ErrTransactionsRefused is definitive; any other means the probe could not
+// run.
 func probeSessions(ctx context.Context, pool *pgxpool.Pool) (sessions, error) {
 	var s sessions
 	if pool.Config().MaxConns < 2 {
@@ -101,42 +108,53 @@ func probeSessions(ctx context.Context, pool *pgxpool.Pool) (sessions, error) {
 	// Not left on a session of the server: deallocated on the connection it
 	// is on now, if that is where it was prepared.
 	defer func() { _ = pa.Deallocate(context.WithoutCancel(ctx), name) }()
-	pidA, err := runPrepared(ctx, pa, name)
-	if lost(err) {
-		// Prepared in one transaction, gone in the next.
-		return sessions{shared: true, preparedLost: true}, nil
-	}
-	if err != nil {
-		return s, err
-	}
-
-	tx, err := b.Begin(ctx)
-	if err != nil {
-		return s, refused(err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var pidB int32
-	if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&pidB); err != nil {
-		return s, refused(err)
-	}
-
-	var pidA2 int32
-	if err := a.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&pidA2); err != nil {
-		return s, err
-	}
-	s.shared = pidB == pidA || pidA2 != pidA
-	if _, err := runPrepared(ctx, pa, name); lost(err) {
-		s.preparedLost, s.shared = true, true
-	} else if err != nil {
-		return s, err
+	for range probeRounds {
+		pinned, err := probeRound(ctx, a, b, name, &s)
+		if err != nil || pinned || s.preparedLost {
+			return s, err
+		}
 	}
 	return s, nil
 }
 
-// lost reports whether err says that a prepared statement does not exist.
-func lost(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "26000" // invalid_sql_statement_name
+// probeRound runs one round of probeSessions, and reports whether B held
+// A's server connection, which makes the round conclusive.
+func probeRound(ctx context.Context, a, b *pgxpool.Conn, name string, s *sessions) (pinned bool, err error) {
+	pa := a.Conn().PgConn()
+	pidA, err := runPrepared(ctx, pa, name)
+	if lost(err) {
+		// Prepared in one transaction, gone in a later one.
+		s.shared, s.preparedLost = true, true
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+
+	tx, err := b.Begin(ctx)
+	if err != nil {
+		return false, refused(err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	var pidB int32
+	if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&pidB); err != nil {
+		return false, refused(err)
+	}
+
+	var pidA2 int32
+	if err := a.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&pidA2); err != nil {
+		return false, err
+	}
+	pinned = pidB == pidA
+	if pinned || pidA2 != pidA {
+		s.shared = true
+	}
+	if _, err := runPrepared(ctx, pa, name); lost(err) {
+		s.shared, s.preparedLost = true, true
+	} else if err != nil {
+		return false, err
+	}
+	return pinned, nil
 }
 
 // runPrepared runs the prepared statement name (SELECT pg_backend_pid())
@@ -173,4 +191,10 @@ func randomHex() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// lost reports whether err says that a prepared statement does not exist.
+func lost(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "26000" // invalid_sql_statement_name
 }

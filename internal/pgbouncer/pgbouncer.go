@@ -191,9 +191,6 @@ func writeConfig(dir string, cc *pgx.ConnConfig, port int, opts Options) (string
 		"default_pool_size = " + strconv.Itoa(opts.PoolSize),
 		"max_client_conn = 1000",
 		"ignore_startup_parameters = extra_float_digits",
-		// The executor's tests kill clients in the middle of transactions:
-		// no grace for the server connections those leave behind.
-		"server_check_delay = 0",
 		// After PostgreSQL restarts (the fault harness restarts it), try
 		// to log in again after a second rather than the default 15.
 		"server_login_retry = 1",
