@@ -178,6 +178,11 @@ func writeConfig(dir string, cc *pgx.ConnConfig, port int, opts Options) (string
 	if cc.Password != "" {
 		server = append(server, "password="+cc.Password)
 	}
+	serverTLS := "disable"
+	if cc.TLSConfig != nil {
+		// A server target reaches over TLS (sslmode=require, prefer...).
+		serverTLS = "prefer"
+	}
 	ini := strings.Join([]string{
 		"[databases]",
 		cc.Database + " = " + strings.Join(server, " "),
@@ -191,6 +196,7 @@ func writeConfig(dir string, cc *pgx.ConnConfig, port int, opts Options) (string
 		"default_pool_size = " + strconv.Itoa(opts.PoolSize),
 		"max_client_conn = 1000",
 		"ignore_startup_parameters = extra_float_digits",
+		"server_tls_sslmode = " + serverTLS,
 		// After PostgreSQL restarts (the fault harness restarts it), try
 		// to log in again after a second rather than the default 15.
 		"server_login_retry = 1",
