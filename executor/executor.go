@@ -181,6 +181,9 @@ func (e *Executor) Run(ctx context.Context) error {
 	if e.cfgErr != nil {
 		return e.cfgErr
 	}
+	if err := e.checkPooler(ctx); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	if e.running {
 		e.mu.Unlock()

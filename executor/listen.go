@@ -2,10 +2,40 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/tasks"
 )
+
+// listenProbeTimeout bounds checkListen's wait for its notification: a last
+// resort, since the notification arrives within milliseconds when LISTEN
+// works, and is there before the reply to the statement that follows it.
+const listenProbeTimeout = 30 * time.Second
+
+// checkListen makes sure, at Run start, that a notification sent through the
+// pool reaches a connection that LISTENs, as the executor's notifications
+// must: behind a pooler in transaction or statement mode (PgBouncer), LISTEN
+// holds on a server connection the listener does not keep, and the
+// notification goes to whichever client has that server connection then, or
+// nowhere. It listens on a channel of its own, so that no other executor's
+// probe is heard. What it cannot find out (the database is down) is logged
+// and left to the listen loop's retries.
+func (e *Executor) checkListen(ctx context.Context, timeout time.Duration) error {
+	heard, err := probeListen(ctx, e.pool, timeout)
+	switch {
+	case err == nil && !heard:
+		return fmt.Errorf("executor: %w: a notification sent through the pool did not arrive within %s; behind PgBouncer in transaction mode set Config.DisableListen", ErrListenUnreachable, timeout)
+	case err != nil && ctx.Err() != nil:
+		return nil // Run is stopping already
+	case err != nil:
+		e.log.Warn("corotask: could not check that LISTEN/NOTIFY reaches this executor; going on", "error", err)
+	}
+	return nil
+}
 
 // listen holds one connection that LISTENs for ready tasks (corotask_ready,
 // payload: the task type) and canceled tasks (corotask_cancel, payload: the
@@ -67,6 +97,45 @@ func (e *Executor) listenConn(ctx context.Context) (heard bool, err error) {
 			if id, err := tasks.ParseID(n.Payload); err == nil {
 				e.cancelTask(id)
 			}
+		}
+	}
+}
+
+// probeListen LISTENs on a connection of pool, sends a notification
+// through pool, and waits up to timeout for it; heard reports whether it
+// came.
+func probeListen(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) (heard bool, err error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	pc := conn.Hijack()
+	defer pc.Close(context.WithoutCancel(ctx))
+	channel := "corotask_probe_" + randomHex()
+	payload := randomHex()
+	if _, err := pc.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		return false, err
+	}
+	if _, err := pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload); err != nil {
+		return false, err
+	}
+	// A session that LISTENs has a notification committed before its next
+	// statement by the reply to it: this one makes the notification arrive
+	// at once where LISTEN works (pgx keeps it for WaitForNotification).
+	if _, err := pc.Exec(ctx, "SELECT 1", pgx.QueryExecModeSimpleProtocol); err != nil {
+		return false, err
+	}
+	wait, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		n, err := pc.WaitForNotification(wait)
+		switch {
+		case err != nil && ctx.Err() == nil && wait.Err() != nil:
+			return false, nil
+		case err != nil:
+			return false, err
+		case n.Channel == channel && n.Payload == payload:
+			return true, nil
 		}
 	}
 }

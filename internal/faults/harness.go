@@ -31,6 +31,10 @@ type Config struct {
 	// Command returns the command that runs one worker process with cfg,
 	// e.g. the test binary itself with WorkerEnv set. Its output is set by Run.
 	Command func(cfg WorkerConfig) (*exec.Cmd, error)
+	// DisableListen runs the workers' executors without LISTEN/NOTIFY, as
+	// behind PgBouncer in transaction mode (URL then names the pooler, and
+	// pgx's default_query_exec_mode=cache_describe).
+	DisableListen bool
 	// Restart restarts PostgreSQL: a fast shutdown, or an immediate one
 	// (crash is true: no checkpoint, recovery at start-up). Nil: no restarts.
 	Restart func(ctx context.Context, crash bool) error
@@ -533,7 +537,8 @@ func (s *slot) supervise() {
 			PollInterval: 200 * time.Millisecond,
 			ErrorRate:    h.cfg.ErrorRate, PanicRate: h.cfg.PanicRate, StallRate: h.cfg.StallRate,
 			OnCommitPanicRate: h.cfg.OnCommitPanicRate, LockWaitRate: h.cfg.LockWaitRate,
-			Stall: h.cfg.HeartbeatTimeout * 3 / 2,
+			Stall:         h.cfg.HeartbeatTimeout * 3 / 2,
+			DisableListen: h.cfg.DisableListen,
 		}
 		cmd, err := h.cfg.Command(wc)
 		if err == nil {

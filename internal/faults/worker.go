@@ -51,6 +51,8 @@ type WorkerConfig struct {
 	// OnCommit panics, and that its first attempt waits for a lock past
 	// statement_timeout.
 	OnCommitPanicRate, LockWaitRate float64
+	// DisableListen is the executor's Config.DisableListen.
+	DisableListen bool
 }
 
 // Worker runs the workload's pollers in one process.
@@ -141,6 +143,7 @@ func runWorker(ctx context.Context, cfg WorkerConfig, sigs chan os.Signal) error
 		BackoffMin:       20 * time.Millisecond,
 		BackoffMax:       500 * time.Millisecond,
 		Logger:           logger,
+		DisableListen:    cfg.DisableListen,
 	})
 	nodes := executor.PollerFunc[NodeState, Msg](w.pollNode)
 	executor.Register(e, TypeRoot, nodes)
@@ -228,17 +231,24 @@ func (w *Worker) lockWait(ctx context.Context, tx pgx.Tx, typ tasks.Type, id tas
 		w.holder = c
 	}
 	key := int64(w.intn(1 << 30))
-	if _, err := w.holder.Exec(hctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+	// Held in a transaction, not by the session: behind a pooler in
+	// transaction mode, a session's lock would stay on a server connection
+	// the holder does not keep.
+	hold, err := w.holder.Begin(hctx)
+	if err != nil {
 		w.closeHolderLocked()
 		return nil
 	}
 	defer func() {
-		if _, err := w.holder.Exec(hctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
+		if err := hold.Rollback(hctx); err != nil {
 			w.closeHolderLocked() // closing the session releases its lock
 		}
 	}()
+	if _, err := hold.Exec(hctx, `SELECT pg_advisory_xact_lock($1)`, key); err != nil {
+		return nil
+	}
 	w.attempt("L", typ, id)
-	_, err := tx.Exec(ctx, `SET LOCAL statement_timeout = '20ms'`)
+	_, err = tx.Exec(ctx, `SET LOCAL statement_timeout = '20ms'`)
 	if err == nil {
 		_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, key)
 	}
