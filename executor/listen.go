@@ -71,6 +71,11 @@ func (e *Executor) listenConn(ctx context.Context) (heard bool, err error) {
 	// may be broken by a canceled wait.
 	pc := conn.Hijack()
 	defer pc.Close(context.Background())
+	if e.schema.listenConns.Add(1) > 1 { // the first: Run checked at start
+		if err := e.recheckSchema(ctx, pc); err != nil {
+			return false, err
+		}
+	}
 	if _, err := pc.Exec(ctx, "LISTEN corotask_ready; LISTEN corotask_cancel"); err != nil {
 		return false, err
 	}

@@ -27,6 +27,8 @@ type schemaGuard struct {
 	checked atomic.Bool
 	// keeperConns counts the connections the heartbeat keeper opened.
 	keeperConns atomic.Int64
+	// listenConns counts the LISTEN connections the executor opened.
+	listenConns atomic.Int64
 }
 
 func newSchemaGuard() schemaGuard { return schemaGuard{faults: make(chan error, 1)} }
@@ -114,14 +116,22 @@ func (e *Executor) keeperConnect(connect heartbeat.ConnectFunc) heartbeat.Connec
 		if err != nil || e.schema.keeperConns.Add(1) == 1 {
 			return conn, err // the first: Run checked at start
 		}
-		if err := e.checkSchema(ctx, conn); err != nil {
+		if err := e.recheckSchema(ctx, conn); err != nil {
 			_ = conn.Close(context.WithoutCancel(ctx))
-			var se *corosql.SchemaError
-			if errors.As(err, &se) {
-				e.stopForSchema(err)
-			}
 			return nil, err
 		}
 		return conn, nil
 	}
+}
+
+// recheckSchema checks the schema on a connection opened again (after a lost
+// one: a restarted server, a failover); a schema that no longer fits stops
+// the executor.
+func (e *Executor) recheckSchema(ctx context.Context, db tasks.DB) error {
+	err := e.checkSchema(ctx, db)
+	var se *corosql.SchemaError
+	if errors.As(err, &se) {
+		e.stopForSchema(err)
+	}
+	return err
 }

@@ -25,7 +25,7 @@ func TestCommandsRefuseASchemaThatDoesNotFit(t *testing.T) {
 	id := "01J0000000000000000000000A"
 	commands := [][]string{
 		{"create", "--type", "t"}, {"send", id, `"hi"`}, {"ls"}, {"show", id}, {"history", id}, {"tree", id},
-		{"executors"}, {"stats"}, {"retry", id}, {"restart", id}, {"cancel", id},
+		{"executors"}, {"stats"}, {"retry", id}, {"restart", id}, {"cancel", id}, {"ui", "--addr", "127.0.0.1:0"},
 	}
 	for _, c := range []struct {
 		name  string

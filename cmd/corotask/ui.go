@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/internal/database"
+	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/ui"
 )
 
@@ -80,6 +81,9 @@ corotask ui --addr 127.0.0.1:9000 --read-only
 			defer pool.Close()
 			if err := pool.Ping(ctx); err != nil {
 				return database.ConnectError(t.String(), err)
+			}
+			if _, err := corosql.CheckSchema(ctx, pool); err != nil {
+				return err
 			}
 			h, err := ui.New(ui.Config{
 				Pool:     pool,

@@ -291,7 +291,7 @@ func migrationsHash() (string, error) {
 	h := sha256.New()
 	// Bump when Migrate's own bookkeeping (corotask.migrations,
 	// corotask.function_files) changes.
-	h.Write([]byte("bookkeeping v4"))
+	h.Write([]byte("bookkeeping v5"))
 	for _, m := range migs {
 		h.Write([]byte(m.Name))
 		h.Write([]byte(m.SQL))
