@@ -9,7 +9,9 @@
 --
 -- Errors raised by these functions carry their own SQLSTATEs so that clients
 -- can tell them apart: CT404 (no such task), CT410 (task has ended), CT413
--- (message too large). DETAIL holds "<role> <uuid>" for the first two.
+-- (message or trace context too large), CT508 (a parent that would make a
+-- cycle), 22023 (an invalid task type). DETAIL holds "<role> <uuid>" for
+-- CT404, CT410 and CT508, and "<part> <bytes> <limit>" for CT413.
 --
 -- The functions that join arrays of task IDs to corotask.tasks run with
 -- enable_seqscan, enable_hashjoin and enable_mergejoin off. plpgsql caches a
@@ -21,6 +23,28 @@
 -- The largest message body accepted, in bytes of its stored jsonb form.
 CREATE OR REPLACE FUNCTION corotask.max_message_bytes() RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS 'SELECT 1048576';
+
+-- The largest trace context stored with a message or a task, in bytes of its
+-- stored jsonb form. A W3C trace context (traceparent and tracestate) takes
+-- well under 1 KiB. With the body's limit it bounds a whole envelope: the
+-- rest of it ("from", "at") is of fixed size.
+CREATE OR REPLACE FUNCTION corotask.max_trace_bytes() RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS 'SELECT 8192';
+
+-- refuse_large_trace raises CT413 for a trace context larger than
+-- max_trace_bytes(); p_what names what carries it, for the error.
+CREATE OR REPLACE FUNCTION corotask.refuse_large_trace(p_trace jsonb, p_what text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SET search_path = '' AS $$
+DECLARE
+    size integer := pg_column_size(p_trace);
+BEGIN
+    IF size > corotask.max_trace_bytes() THEN
+        RAISE EXCEPTION 'corotask: trace context of % bytes (of %) is larger than the limit of % bytes',
+            size, p_what, corotask.max_trace_bytes()
+            USING ERRCODE = 'CT413', DETAIL = 'trace ' || size || ' ' || corotask.max_trace_bytes();
+    END IF;
+END
+$$;
 
 -- The derived status of a task, as the Go API and the CLI report it. A task
 -- is running exactly when it holds a claim; 'stale' when that claim has
@@ -48,7 +72,9 @@ $$;
 
 -- envelope wraps a message body as stored in an inbox, with the time it was
 -- sent ("at") and, when there is one, the trace context of its sender
--- ("trace"), refusing oversized bodies.
+-- ("trace"), refusing an oversized body or trace context: the envelope
+-- stored is at most max_message_bytes() + max_trace_bytes() and a few dozen
+-- bytes, whoever sends it.
 CREATE OR REPLACE FUNCTION corotask.envelope(p_from uuid, p_body jsonb, p_trace jsonb DEFAULT NULL) RETURNS jsonb
 LANGUAGE plpgsql STABLE SET search_path = '' AS $$
 DECLARE
@@ -57,12 +83,113 @@ BEGIN
     IF size > corotask.max_message_bytes() THEN
         RAISE EXCEPTION 'corotask: message of % bytes is larger than the limit of % bytes',
             size, corotask.max_message_bytes()
-            USING ERRCODE = 'CT413', DETAIL = size::text;
+            USING ERRCODE = 'CT413', DETAIL = 'body ' || size || ' ' || corotask.max_message_bytes();
     END IF;
     IF p_trace IS NULL THEN
         RETURN jsonb_build_object('from', p_from, 'body', p_body, 'at', now());
     END IF;
+    PERFORM corotask.refuse_large_trace(p_trace, 'a message');
     RETURN jsonb_build_object('from', p_from, 'body', p_body, 'at', now(), 'trace', p_trace);
+END
+$$;
+
+-- message_digest names a stored message (an inbox entry, its envelope) for
+-- drop_message: the first 12 bytes of the SHA-256 of its text, in hex, as
+-- tasks.MessageDigest computes it from the envelope Go reads.
+CREATE OR REPLACE FUNCTION corotask.message_digest(p_message jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT encode(substr(sha256(convert_to(p_message::text, 'UTF8')), 1, 12), 'hex')
+$$;
+
+-- The characters tasks.Type refuses (unicode.IsPrint false) in the Unicode
+-- categories that do not grow with new Unicode versions: controls (Cc),
+-- format characters such as the bidi overrides (Cf), private use (Co) and
+-- separators other than the space (Zs, Zl, Zp); generated from Go's tables.
+-- Code points unassigned in Go's tables (Cn), which tasks.Type refuses as
+-- well, are not: the server's Unicode version may differ from Go's, and
+-- create_tasks must never refuse a type Go accepts.
+CREATE OR REPLACE FUNCTION corotask.unprintable_pattern() RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $pattern$
+    SELECT '[\u0001-\u001f\u007f-\u00a0\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ue000-\uf8ff\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f\U000f0000-\U000ffffd\U00100000-\U0010fffd]'
+$pattern$;
+
+-- refuse_invalid_types raises 22023 for the first of p_types (of the tasks
+-- p_ids) that tasks.Type.Validate refuses: empty, longer than 200 bytes
+-- (tasks.MaxTypeLen), with a leading or trailing space, or with a character
+-- that is not printable (see unprintable_pattern). A type's characters
+-- reach an operator's terminal (corotask ls, show, tree).
+CREATE OR REPLACE FUNCTION corotask.refuse_invalid_types(p_ids uuid[], p_types text[]) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = '' AS $$
+DECLARE
+    pattern text := corotask.unprintable_pattern();
+    id uuid;
+    typ text;
+    shown text;
+    bad text;
+BEGIN
+    SELECT u.id, u.typ INTO id, typ FROM unnest(p_ids, p_types) WITH ORDINALITY AS u(id, typ, k)
+    WHERE u.typ IS NULL OR u.typ = '' OR octet_length(u.typ) > 200
+       OR left(u.typ, 1) = ' ' OR right(u.typ, 1) = ' ' OR u.typ ~ pattern
+    ORDER BY u.k LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF typ IS NULL OR typ = '' THEN
+        RAISE EXCEPTION 'corotask: invalid task type of task %: empty', id
+            USING ERRCODE = '22023', DETAIL = 'task ' || id;
+    END IF;
+    -- The type as the error shows it: never a raw control character.
+    shown := left(regexp_replace(typ, pattern, '?', 'g'), 40);
+    IF octet_length(typ) > 200 THEN
+        RAISE EXCEPTION 'corotask: invalid task type "%..." of task %: % bytes, at most 200',
+            shown, id, octet_length(typ)
+            USING ERRCODE = '22023', DETAIL = 'task ' || id;
+    END IF;
+    bad := substring(typ FROM pattern);
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'corotask: invalid task type "%" of task %: unprintable character U+% at character %',
+            shown, id, upper(lpad(to_hex(ascii(bad)), 4, '0')), strpos(typ, bad)
+            USING ERRCODE = '22023', DETAIL = 'task ' || id;
+    END IF;
+    RAISE EXCEPTION 'corotask: invalid task type "%" of task %: leading or trailing space', shown, id
+        USING ERRCODE = '22023', DETAIL = 'task ' || id;
+END
+$$;
+
+-- refuse_parent_cycles raises CT508 when a task of p_ids would be its own
+-- ancestor: its own parent, or the child of a task of the same call that
+-- comes later in it (p_parents[i] is the parent of p_ids[i]). A parent given
+-- in the same call must come before its children; other parents exist
+-- already, and no existing task has a new one as parent, so no cycle can
+-- form. It costs one pass over the parents, and one search of p_ids per
+-- distinct parent.
+CREATE OR REPLACE FUNCTION corotask.refuse_parent_cycles(p_ids uuid[], p_parents uuid[]) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = '' AS $$
+DECLARE
+    k integer;  -- the first child of a parent ...
+    j integer;  -- ... and where that parent is in p_ids
+BEGIN
+    SELECT f.k::integer, x.j INTO k, j
+    FROM (SELECT u.p, min(u.k) AS k FROM unnest(p_parents) WITH ORDINALITY AS u(p, k)
+          WHERE u.p IS NOT NULL GROUP BY u.p) f
+    CROSS JOIN LATERAL (SELECT array_position(p_ids, f.p) AS j) x
+    WHERE x.j >= f.k
+    ORDER BY f.k LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF j = k THEN
+        RAISE EXCEPTION 'corotask: task % cannot be its own parent', p_ids[k]
+            USING ERRCODE = 'CT508', DETAIL = 'task ' || p_ids[k];
+    END IF;
+    IF p_parents[j] = p_ids[k] THEN
+        RAISE EXCEPTION 'corotask: tasks % and % would be each other''s parents', p_ids[k], p_ids[j]
+            USING ERRCODE = 'CT508', DETAIL = 'task ' || p_ids[k],
+                  HINT = 'a parent must exist before its child, or come earlier in the same call';
+    END IF;
+    RAISE EXCEPTION 'corotask: task % has as parent task %, which comes later in the same call', p_ids[k], p_ids[j]
+        USING ERRCODE = 'CT508', DETAIL = 'task ' || p_ids[k],
+              HINT = 'a parent must exist before its child, or come earlier in the same call';
 END
 $$;
 
@@ -154,10 +281,13 @@ END
 $$;
 
 -- create_tasks inserts many tasks in one statement. Each array holds one element
--- per task; parents must exist (or be created in the same call) and not have ended.
--- A task with a message gets it as its first inbox entry, from its parent.
+-- per task; parents must exist and not have ended, or be created earlier in
+-- the same call (CT508 otherwise: see refuse_parent_cycles). Types follow the
+-- rules of tasks.Type (22023 otherwise: see refuse_invalid_types). A task
+-- with a message gets it as its first inbox entry, from its parent.
 -- p_traces holds the trace context of the code that created each task (NULL:
--- none); the form without it creates tasks with none.
+-- none; at most max_trace_bytes() each); the form without it creates tasks
+-- with none.
 CREATE OR REPLACE FUNCTION corotask.create_tasks(
     p_ids      uuid[],
     p_types    text[],
@@ -173,7 +303,19 @@ DECLARE
     bad uuid;
     live uuid[];   -- the parents found, and not ended ...
     ended uuid[];  -- ... and those that have ended
+    trace jsonb;
+    has_parents boolean := EXISTS (SELECT 1 FROM unnest(p_parents) AS p WHERE p IS NOT NULL);
 BEGIN
+    PERFORM corotask.refuse_invalid_types(p_ids, p_types);
+    IF p_traces IS NOT NULL THEN
+        -- Callers pass one trace context for every task: check each once.
+        FOR trace IN SELECT DISTINCT x FROM unnest(p_traces) AS x WHERE x IS NOT NULL LOOP
+            PERFORM corotask.refuse_large_trace(trace, 'a task');
+        END LOOP;
+    END IF;
+    IF has_parents THEN
+        PERFORM corotask.refuse_parent_cycles(p_ids, p_parents);
+    END IF;
     -- One statement finds the parents that exist (other than tasks created
     -- in this call) and locks them: the lock waits for a concurrent cancel
     -- of a parent, so a child is never added under a parent that is being
@@ -210,7 +352,7 @@ BEGIN
     FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces)
         AS u(id, typ, parent, state, msg, wake_at, trace);
     -- Each parent counts its live children (see deliver_all).
-    IF EXISTS (SELECT 1 FROM unnest(p_parents) AS p WHERE p IS NOT NULL) THEN
+    IF has_parents THEN
         UPDATE corotask.tasks t SET live_children = t.live_children + c.n
         FROM (SELECT p, count(*)::integer AS n FROM unnest(p_parents) AS p WHERE p IS NOT NULL GROUP BY p) c
         WHERE t.task_id = c.p;
