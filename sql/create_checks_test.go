@@ -90,6 +90,7 @@ func TestCreateTaskEnforcesTypeRules(t *testing.T) {
 		"tab":           "a\tb",
 		"newline":       "a\nb",
 		"del":           "a\x7fb",
+		"soh":           "a\x01b",
 		"empty":         "",
 		"leading space": " a",
 		"trailing":      "a ",
@@ -112,6 +113,23 @@ func TestCreateTaskEnforcesTypeRules(t *testing.T) {
 	require.Contains(t, msg, `invalid task type "a?b"`)
 	require.Contains(t, msg, "unprintable character U+001B at character 2")
 
+	// Among other types of the same call, each checked whatever comes
+	// around it.
+	for _, typs := range [][]string{
+		{"ok", "a\x01b"}, {"a\x01", "b"}, {"ok", ""}, {"", "ok"}, {"ok", " x"}, {"x ", "ok"},
+		{"ok", strings.Repeat("x", tasks.MaxTypeLen+1)}, {"ok", "ok", "a\x1bb"}, {"é", "a\u202eb"},
+	} {
+		ids := make([]tasks.ID, len(typs))
+		for i := range ids {
+			ids[i] = tasks.NewID()
+		}
+		nulls := make([]*string, len(typs))
+		_, err := db.Exec(ctx, `SELECT corotask.create_tasks($1::uuid[], $2::text[], $3::uuid[], $4::jsonb[], $5::jsonb[], $6::timestamptz[])`,
+			ids, typs, make([]*tasks.ID, len(typs)), nulls, nulls, make([]any, len(typs)))
+		code, _ := pgCode(t, err)
+		require.Equal(t, "22023", code, "%q", typs)
+	}
+
 	accepted := []string{
 		"orders.checkout", "a b", "é日本語-ok_1", "🚀 launch", "Ωmega/x:y",
 		strings.Repeat("x", tasks.MaxTypeLen), strings.Repeat("é", tasks.MaxTypeLen/2),
@@ -121,4 +139,8 @@ func TestCreateTaskEnforcesTypeRules(t *testing.T) {
 		_, err := db.Exec(ctx, `SELECT corotask.create_task($1, $2)`, tasks.NewID(), typ)
 		require.NoError(t, err, typ)
 	}
+	_, err = db.Exec(ctx, `SELECT corotask.create_tasks($1::uuid[], $2::text[], $3::uuid[], $4::jsonb[], $5::jsonb[], $6::timestamptz[])`,
+		[]tasks.ID{tasks.NewID(), tasks.NewID(), tasks.NewID()}, []string{"a b", "x|y", "é"},
+		make([]*tasks.ID, 3), make([]*string, 3), make([]*string, 3), make([]any, 3))
+	require.NoError(t, err)
 }

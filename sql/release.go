@@ -11,4 +11,4 @@ const functionsRelease = 7
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "a265483d4d4878ce44e7f3edc1bba923d93f2188436cb0c0847bfd663427e4a2"
+const functionsSum = "d5dfbade7f89bda431920eba4158602c0df105896ca0791b30227550ccaddf5f"

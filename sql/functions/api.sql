@@ -126,7 +126,18 @@ DECLARE
     typ text;
     shown text;
     bad text;
+    joined text := array_to_string(p_types, E'\x01');
 BEGIN
+    -- At once for the usual call, whose types are all printable ASCII: the
+    -- types joined by a character no valid type holds (U+0001), checked by
+    -- one expression (no NULL, none empty, none with a space at either end
+    -- or longer than 200 bytes, no other character). A call that fails it
+    -- is looked at type by type, below.
+    IF array_position(p_types, NULL) IS NULL
+       AND length(joined) - length(replace(joined, E'\x01', '')) = cardinality(p_types) - 1
+       AND NOT (E'\x01' || joined || E'\x01') ~ '[^\x01\x20-\x7e]|\x01\x01|\x01 | \x01|[^\x01]{201}' THEN
+        RETURN;
+    END IF;
     SELECT u.id, u.typ INTO id, typ FROM unnest(p_ids, p_types) WITH ORDINALITY AS u(id, typ, k)
     WHERE u.typ IS NULL OR u.typ = '' OR octet_length(u.typ) > 200
        OR left(u.typ, 1) = ' ' OR right(u.typ, 1) = ' ' OR u.typ ~ pattern
