@@ -11,4 +11,4 @@ const functionsRelease = 7
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "d5dfbade7f89bda431920eba4158602c0df105896ca0791b30227550ccaddf5f"
+const functionsSum = "06d2c2a261fd15b63ecd648b1b3d2128a78d9b9e03d4cdce6fdb162627544240"

@@ -167,39 +167,26 @@ BEGIN
 END
 $$;
 
--- refuse_parent_cycles raises CT508 when a task of p_ids would be its own
--- ancestor: its own parent, or the child of a task of the same call that
--- comes later in it (p_parents[i] is the parent of p_ids[i]). A parent given
--- in the same call must come before its children; other parents exist
--- already, and no existing task has a new one as parent, so no cycle can
--- form. It costs one pass over the parents, and one search of p_ids per
--- distinct parent.
-CREATE OR REPLACE FUNCTION corotask.refuse_parent_cycles(p_ids uuid[], p_parents uuid[]) RETURNS void
-LANGUAGE plpgsql STABLE SET search_path = '' AS $$
+-- refuse_parent_cycle raises CT508 for task p_ids[p_child], whose parent
+-- p_parents[p_child] is itself or comes later in p_ids (create_tasks finds
+-- it): it would be its own ancestor.
+CREATE OR REPLACE FUNCTION corotask.refuse_parent_cycle(p_ids uuid[], p_parents uuid[], p_child integer) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SET search_path = '' AS $$
 DECLARE
-    k integer;  -- the first child of a parent ...
-    j integer;  -- ... and where that parent is in p_ids
+    child uuid := p_ids[p_child];
+    j integer := array_position(p_ids, p_parents[p_child]);
 BEGIN
-    SELECT f.k::integer, x.j INTO k, j
-    FROM (SELECT u.p, min(u.k) AS k FROM unnest(p_parents) WITH ORDINALITY AS u(p, k)
-          WHERE u.p IS NOT NULL GROUP BY u.p) f
-    CROSS JOIN LATERAL (SELECT array_position(p_ids, f.p) AS j) x
-    WHERE x.j >= f.k
-    ORDER BY f.k LIMIT 1;
-    IF NOT FOUND THEN
-        RETURN;
+    IF j = p_child THEN
+        RAISE EXCEPTION 'corotask: task % cannot be its own parent', child
+            USING ERRCODE = 'CT508', DETAIL = 'task ' || child;
     END IF;
-    IF j = k THEN
-        RAISE EXCEPTION 'corotask: task % cannot be its own parent', p_ids[k]
-            USING ERRCODE = 'CT508', DETAIL = 'task ' || p_ids[k];
-    END IF;
-    IF p_parents[j] = p_ids[k] THEN
-        RAISE EXCEPTION 'corotask: tasks % and % would be each other''s parents', p_ids[k], p_ids[j]
-            USING ERRCODE = 'CT508', DETAIL = 'task ' || p_ids[k],
+    IF p_parents[j] = child THEN
+        RAISE EXCEPTION 'corotask: tasks % and % would be each other''s parents', child, p_ids[j]
+            USING ERRCODE = 'CT508', DETAIL = 'task ' || child,
                   HINT = 'a parent must exist before its child, or come earlier in the same call';
     END IF;
-    RAISE EXCEPTION 'corotask: task % has as parent task %, which comes later in the same call', p_ids[k], p_ids[j]
-        USING ERRCODE = 'CT508', DETAIL = 'task ' || p_ids[k],
+    RAISE EXCEPTION 'corotask: task % has as parent task %, which comes later in the same call', child, p_ids[j]
+        USING ERRCODE = 'CT508', DETAIL = 'task ' || child,
               HINT = 'a parent must exist before its child, or come earlier in the same call';
 END
 $$;
@@ -293,12 +280,14 @@ $$;
 
 -- create_tasks inserts many tasks in one statement. Each array holds one element
 -- per task; parents must exist and not have ended, or be created earlier in
--- the same call (CT508 otherwise: see refuse_parent_cycles). Types follow the
--- rules of tasks.Type (22023 otherwise: see refuse_invalid_types). A task
--- with a message gets it as its first inbox entry, from its parent.
--- p_traces holds the trace context of the code that created each task (NULL:
--- none; at most max_trace_bytes() each); the form without it creates tasks
--- with none.
+-- the same call: a task that names itself or a later task of the call as
+-- parent is refused (CT508), as it would be its own ancestor (existing tasks
+-- cannot have a new one as parent, so no other cycle can form). Types
+-- follow the rules of tasks.Type (22023 otherwise: see
+-- refuse_invalid_types). A task with a message gets it as its first inbox
+-- entry, from its parent. p_traces holds the trace context of the code that
+-- created each task (NULL: none; at most max_trace_bytes() each); the form
+-- without it creates tasks with none.
 CREATE OR REPLACE FUNCTION corotask.create_tasks(
     p_ids      uuid[],
     p_types    text[],
@@ -312,10 +301,11 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
     bad uuid;
-    live uuid[];   -- the parents found, and not ended ...
-    ended uuid[];  -- ... and those that have ended
+    outside uuid[];  -- the parents not created in this call, by first child ...
+    live uuid[];     -- ... those found, and not ended ...
+    ended uuid[];    -- ... and those that have ended
+    cycle integer;   -- the first task whose parent comes later in the call, or is itself
     trace jsonb;
-    has_parents boolean := EXISTS (SELECT 1 FROM unnest(p_parents) AS p WHERE p IS NOT NULL);
 BEGIN
     PERFORM corotask.refuse_invalid_types(p_ids, p_types);
     IF p_traces IS NOT NULL THEN
@@ -324,36 +314,46 @@ BEGIN
             PERFORM corotask.refuse_large_trace(trace, 'a task');
         END LOOP;
     END IF;
-    IF has_parents THEN
-        PERFORM corotask.refuse_parent_cycles(p_ids, p_parents);
-    END IF;
-    -- One statement finds the parents that exist (other than tasks created
-    -- in this call) and locks them: the lock waits for a concurrent cancel
-    -- of a parent, so a child is never added under a parent that is being
-    -- canceled. It is the lock of the UPDATE of their count of children
-    -- below, taken at once (FOR SHARE, which two callers may hold together,
-    -- would make them deadlock when both raise it).
-    SELECT coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NULL), '{}'),
-           coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NOT NULL), '{}')
-    INTO live, ended
-    FROM (
-        SELECT t.task_id, t.done_at FROM corotask.tasks t
-        WHERE t.task_id = ANY (ARRAY(
-            SELECT DISTINCT p FROM unnest(p_parents) AS p WHERE p IS NOT NULL AND p <> ALL (p_ids)))
-        ORDER BY t.task_id
-        FOR NO KEY UPDATE
-    ) l;
-    SELECT p INTO bad FROM unnest(p_parents) WITH ORDINALITY AS u(p, k)
-    WHERE p IS NOT NULL AND p <> ALL (p_ids) AND p <> ALL (live) AND p <> ALL (ended)
-    ORDER BY k LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'corotask: parent task % not found', bad
-            USING ERRCODE = 'CT404', DETAIL = 'parent ' || bad;
-    END IF;
-    IF cardinality(ended) > 0 THEN
-        bad := ended[1];
-        RAISE EXCEPTION 'corotask: parent task % has ended', bad
-            USING ERRCODE = 'CT410', DETAIL = 'parent ' || bad;
+    IF EXISTS (SELECT 1 FROM unnest(p_parents) AS p WHERE p IS NOT NULL) THEN
+        -- Each parent once, with its first child (k) and its place in p_ids
+        -- (j, NULL when it is not created in this call): one search of p_ids
+        -- per distinct parent.
+        SELECT coalesce(array_agg(f.p ORDER BY f.k) FILTER (WHERE f.j IS NULL), '{}'),
+               min(f.k) FILTER (WHERE f.j >= f.k)
+        INTO outside, cycle
+        FROM (SELECT u.p, min(u.k)::integer AS k, array_position(p_ids, u.p) AS j
+              FROM unnest(p_parents) WITH ORDINALITY AS u(p, k)
+              WHERE u.p IS NOT NULL GROUP BY u.p) f;
+        IF cycle IS NOT NULL THEN
+            PERFORM corotask.refuse_parent_cycle(p_ids, p_parents, cycle);
+        END IF;
+        -- One statement finds the parents that exist and locks them: the
+        -- lock waits for a concurrent cancel of a parent, so a child is
+        -- never added under a parent that is being canceled. It is the lock
+        -- of the UPDATE of their count of children below, taken at once
+        -- (FOR SHARE, which two callers may hold together, would make them
+        -- deadlock when both raise it).
+        SELECT coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NULL), '{}'),
+               coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NOT NULL), '{}')
+        INTO live, ended
+        FROM (
+            SELECT t.task_id, t.done_at FROM corotask.tasks t
+            WHERE t.task_id = ANY (outside)
+            ORDER BY t.task_id
+            FOR NO KEY UPDATE
+        ) l;
+        SELECT o.p INTO bad FROM unnest(outside) WITH ORDINALITY AS o(p, n)
+        WHERE o.p <> ALL (live) AND o.p <> ALL (ended)
+        ORDER BY o.n LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'corotask: parent task % not found', bad
+                USING ERRCODE = 'CT404', DETAIL = 'parent ' || bad;
+        END IF;
+        IF cardinality(ended) > 0 THEN
+            bad := ended[1];
+            RAISE EXCEPTION 'corotask: parent task % has ended', bad
+                USING ERRCODE = 'CT410', DETAIL = 'parent ' || bad;
+        END IF;
     END IF;
     INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, inbox, trace)
     SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, now()),
@@ -363,7 +363,7 @@ BEGIN
     FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces)
         AS u(id, typ, parent, state, msg, wake_at, trace);
     -- Each parent counts its live children (see deliver_all).
-    IF has_parents THEN
+    IF outside IS NOT NULL THEN
         UPDATE corotask.tasks t SET live_children = t.live_children + c.n
         FROM (SELECT p, count(*)::integer AS n FROM unnest(p_parents) AS p WHERE p IS NOT NULL GROUP BY p) c
         WHERE t.task_id = c.p;
