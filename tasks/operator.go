@@ -58,9 +58,10 @@ func Restart(ctx context.Context, db DB, id ID) error {
 // and another message would be lost. Pass ExpectDigest with the
 // MessageDigest of the message read at that position: when the message
 // there now is another, DropMessage fails with ErrNoMessage and drops
-// nothing. Without it, it drops whatever is at position (the SQL function
-// it then calls, corotask.drop_message(uuid, integer), is the form builds
-// before ExpectDigest call).
+// nothing. Without it, DropMessage drops whatever is at position, through
+// the SQL function corotask.drop_message(uuid, integer), as builds before
+// ExpectDigest did; with it, it calls corotask.drop_message(uuid, integer,
+// text), on which a role that drops messages needs EXECUTE too.
 func DropMessage(ctx context.Context, db DB, id ID, position int, opts ...DropOption) (json.RawMessage, error) {
 	if position < 1 {
 		return nil, fmt.Errorf("drop message %d of task %s: %w: positions start at 1", position, id, ErrNoMessage)
@@ -113,8 +114,8 @@ const digestBytes = 12
 // returns it: the first 12 bytes of the SHA-256 of the envelope, in hex (24
 // digits). Two messages have the same digest only if they are the same
 // envelope: same sender, body and time sent. The SQL function
-// corotask.message_digest(jsonb) computes the same, and corotask show and
-// the web UI print it.
+// corotask.message_digest(jsonb) computes the same; corotask show prints it,
+// and the web UI's drop form sends it.
 func MessageDigest(envelope json.RawMessage) string {
 	sum := sha256.Sum256(envelope)
 	return hex.EncodeToString(sum[:digestBytes])
