@@ -11,4 +11,4 @@ const functionsRelease = 7
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "06d2c2a261fd15b63ecd648b1b3d2128a78d9b9e03d4cdce6fdb162627544240"
+const functionsSum = "b2c552abe22ec05a42a539ebf71b6a09c4c5813e4a79a9a94eb4a98352f029da"

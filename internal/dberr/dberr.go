@@ -84,16 +84,11 @@ func Translate(err error) error {
 	case codeNoMessage:
 		sentinel = NoMessage
 	case codeTooLarge:
-		// DETAIL is "<part> <bytes> <limit>", or the body's size alone
-		// (functions releases before 7).
-		part, size, limit := "body", pgErr.Detail, fmt.Sprint(MaxMessageBytes)
-		if f := strings.Fields(pgErr.Detail); len(f) == 3 {
-			part, size, limit = f[0], f[1], f[2]
+		// DETAIL is the body's size, or "trace <bytes> <limit>".
+		if f := strings.Fields(pgErr.Detail); len(f) == 3 && f[0] == "trace" {
+			return wrap(TooLarge, fmt.Sprintf("%s: trace context of %s bytes, limit %s", TooLarge, f[1], f[2]))
 		}
-		if part == "trace" {
-			return wrap(TooLarge, fmt.Sprintf("%s: trace context of %s bytes, limit %s", TooLarge, size, limit))
-		}
-		return wrap(TooLarge, fmt.Sprintf("%s: %s bytes, limit %s", TooLarge, size, limit))
+		return wrap(TooLarge, fmt.Sprintf("%s: %s bytes, limit %d", TooLarge, pgErr.Detail, MaxMessageBytes))
 	case codeCycle:
 		// The message names the tasks concerned, and HINT the rule.
 		text := fmt.Sprintf("%s: %s", ParentCycle, uuidPattern.ReplaceAllStringFunc(

@@ -11,7 +11,8 @@
 -- can tell them apart: CT404 (no such task), CT410 (task has ended), CT413
 -- (message or trace context too large), CT508 (a parent that would make a
 -- cycle), 22023 (an invalid task type). DETAIL holds "<role> <uuid>" for
--- CT404, CT410 and CT508, and "<part> <bytes> <limit>" for CT413.
+-- CT404, CT410 and CT508; for CT413, the body's size in bytes, or "trace
+-- <bytes> <limit>" for a trace context.
 --
 -- The functions that join arrays of task IDs to corotask.tasks run with
 -- enable_seqscan, enable_hashjoin and enable_mergejoin off. plpgsql caches a
@@ -83,7 +84,7 @@ BEGIN
     IF size > corotask.max_message_bytes() THEN
         RAISE EXCEPTION 'corotask: message of % bytes is larger than the limit of % bytes',
             size, corotask.max_message_bytes()
-            USING ERRCODE = 'CT413', DETAIL = 'body ' || size || ' ' || corotask.max_message_bytes();
+            USING ERRCODE = 'CT413', DETAIL = size::text;
     END IF;
     IF p_trace IS NULL THEN
         RETURN jsonb_build_object('from', p_from, 'body', p_body, 'at', now());
@@ -101,13 +102,13 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT encode(substr(sha256(convert_to(p_message::text, 'UTF8')), 1, 12), 'hex')
 $$;
 
--- The characters tasks.Type refuses (unicode.IsPrint false) in the Unicode
--- categories that do not grow with new Unicode versions: controls (Cc),
--- format characters such as the bidi overrides (Cf), private use (Co) and
--- separators other than the space (Zs, Zl, Zp); generated from Go's tables.
--- Code points unassigned in Go's tables (Cn), which tasks.Type refuses as
--- well, are not: the server's Unicode version may differ from Go's, and
--- create_tasks must never refuse a type Go accepts.
+-- The characters tasks.Type refuses (unicode.IsPrint false) of the general
+-- categories Cc (controls), Cf (format characters, such as the bidi
+-- overrides), Co (private use), and Zs (but the space), Zl and Zp
+-- (separators), as Go's Unicode tables list them. Code points unassigned in
+-- Go's tables (Cn), which tasks.Type refuses as well, are not listed: they
+-- depend on the Unicode version, and create_tasks must never refuse a type
+-- that a newer Go accepts.
 CREATE OR REPLACE FUNCTION corotask.unprintable_pattern() RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $pattern$
     SELECT '[\u0001-\u001f\u007f-\u00a0\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ue000-\uf8ff\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f\U000f0000-\U000ffffd\U00100000-\U0010fffd]'
