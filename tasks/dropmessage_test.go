@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/internal/testdb"
@@ -65,4 +66,42 @@ func bodies(t *testing.T, inbox []json.RawMessage) []string {
 		out = append(out, env.Body)
 	}
 	return out
+}
+
+// MessageDigest of an inbox entry as Get returns it is the digest the SQL
+// function computes, whatever the protocol the connection reads it with
+// (binary, or text as through PgBouncer with the simple protocol), for
+// bodies with quotes, escapes and characters beyond ASCII.
+func TestMessageDigestMatchesSQLInEveryExecMode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "t", Message: map[string]any{
+		"q": `a "quoted" \ back\slash {x,y} 'single'`, "u": "é日本 🚀", "n": 1.5e300, "z": nil,
+	}})
+	require.NoError(t, err)
+	var want string
+	require.NoError(t, db.QueryRow(ctx, `SELECT corotask.message_digest(inbox[1]) FROM corotask.tasks WHERE task_id = $1`, id).Scan(&want))
+	for _, mode := range []pgx.QueryExecMode{
+		pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe, pgx.QueryExecModeDescribeExec,
+		pgx.QueryExecModeSimpleProtocol,
+	} {
+		cfg, err := pgx.ParseConfig(url)
+		require.NoError(t, err)
+		cfg.DefaultQueryExecMode = mode
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		require.NoError(t, err)
+		if mode != pgx.QueryExecModeSimpleProtocol {
+			got, err := tasks.Get(ctx, conn, id)
+			require.NoError(t, err, "mode %v", mode)
+			require.Equal(t, want, tasks.MessageDigest(got.Inbox[0]), "mode %v", mode)
+		}
+		// The inbox as text (an array literal, its elements quoted and
+		// escaped), as the simple protocol returns it.
+		var inbox [][]byte
+		require.NoError(t, conn.QueryRow(ctx, `SELECT inbox FROM corotask.tasks WHERE task_id = $1::uuid`, id.UUID()).Scan(&inbox))
+		require.Equal(t, want, tasks.MessageDigest(inbox[0]), "mode %v", mode)
+		require.NoError(t, conn.Close(ctx))
+	}
 }
