@@ -19,7 +19,9 @@ import (
 // A sleeping or suspended task is woken at once. Send fails with
 // tasks.ErrNotFound for an unknown task, tasks.ErrEnded for a task that is
 // done, failed or canceled, and tasks.ErrTooLarge for a body over
-// tasks.MaxMessageBytes: a message is never dropped silently.
+// tasks.MaxMessageBytes or a trace context over tasks.MaxTraceBytes (so
+// that what one message stores is bounded as a whole): a message is never
+// dropped silently.
 //
 // The trace context of ctx (see tasks.WithTrace), if any, travels with the
 // message, and the span of the poll that receives it links to it. Sending

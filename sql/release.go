@@ -7,8 +7,8 @@ package sql
 // deploy, an older build that starts after a newer one keeps the newer
 // functions (a function's signature never changes without a migration, which
 // an older build refuses, so they serve it too).
-const functionsRelease = 6
+const functionsRelease = 7
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "8c626364f78949efede193b11caaa2a5e85f282d7cfdc56f85d1af36cc5a429d"
+const functionsSum = "b2c552abe22ec05a42a539ebf71b6a09c4c5813e4a79a9a94eb4a98352f029da"

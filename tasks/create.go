@@ -41,7 +41,9 @@ func Create(ctx context.Context, db DB, spec Spec) (ID, error) {
 
 // CreateMany creates many tasks in one statement, and so in one round trip:
 // all of them, or none when any fails. A spec may name as parent a task
-// created earlier in the same call. The IDs are returned in the order of specs.
+// created earlier in the same call, never one that comes later in it nor its
+// own task (ErrParentCycle: a task would be its own ancestor). The IDs are
+// returned in the order of specs.
 //
 // The trace context of ctx (see WithTrace), if any, is stored with each task.
 func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
@@ -57,6 +59,7 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 		wakeAts  = make([]*time.Time, len(specs))
 		err      error
 	)
+	withParent := false
 	for i, s := range specs {
 		if err := s.Type.Validate(); err != nil {
 			return nil, fmt.Errorf("create task %d: %w", i, err)
@@ -66,6 +69,7 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 			ids[i] = NewID()
 		}
 		types[i], parents[i] = string(s.Type), s.Parent
+		withParent = withParent || !s.Parent.IsZero()
 		if states[i], err = jsonenc.Encode(s.State); err != nil {
 			return nil, fmt.Errorf("create task %s: state: %w", ids[i], err)
 		}
@@ -74,6 +78,11 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 		}
 		if !s.WakeAt.IsZero() {
 			wakeAts[i] = &specs[i].WakeAt
+		}
+	}
+	if withParent {
+		if err := refuseParentCycles(ids, parents); err != nil {
+			return nil, err
 		}
 	}
 	if carrier := TraceFrom(ctx); carrier == nil {
@@ -98,4 +107,32 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 		return nil, fmt.Errorf("create %d tasks: %w", len(specs), dberr.Translate(err))
 	}
 	return ids, nil
+}
+
+// refuseParentCycles returns an error wrapping ErrParentCycle when a task of
+// ids would be its own ancestor (parents[i] is the parent of ids[i]): its own
+// parent, or the child of a task that comes later in ids. Parents not in ids
+// exist already (create_tasks checks it), and no existing task has a new one
+// as parent, so no longer cycle can form. create_tasks refuses the same.
+func refuseParentCycles(ids, parents []ID) error {
+	at := make(map[ID]int, len(ids))
+	for i, id := range ids {
+		at[id] = i
+	}
+	for i, p := range parents {
+		j, ok := at[p]
+		switch {
+		case p.IsZero() || !ok || j < i:
+			continue
+		case j == i:
+			return fmt.Errorf("create task %s: %w: task %s cannot be its own parent", ids[i], ErrParentCycle, ids[i])
+		case parents[j] == ids[i]:
+			return fmt.Errorf("create task %s: %w: tasks %s and %s would be each other's parents: "+
+				"a parent must exist before its child, or come earlier in the same CreateMany", ids[i], ErrParentCycle, ids[i], ids[j])
+		default:
+			return fmt.Errorf("create task %s: %w: its parent %s comes later in the same CreateMany (spec %d, after spec %d): "+
+				"a parent must exist before its child, or come earlier in the same CreateMany", ids[i], ErrParentCycle, p, j, i)
+		}
+	}
+	return nil
 }

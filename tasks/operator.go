@@ -2,6 +2,8 @@ package tasks
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -50,18 +52,81 @@ func Restart(ctx context.Context, db DB, id ID) error {
 // it fails with ErrRunning while a poll runs (whose commit counts inbox
 // positions), and with ErrNotFound, ErrEnded, or ErrNoMessage for a position
 // the inbox does not have.
-func DropMessage(ctx context.Context, db DB, id ID, position int) (json.RawMessage, error) {
+//
+// A position alone names whatever message is there when DropMessage runs:
+// a poll that took messages since the inbox was read moves the others up,
+// and another message would be lost. Pass ExpectDigest with the
+// MessageDigest of the message read at that position: when the message
+// there now is another, DropMessage fails with ErrNoMessage and drops
+// nothing. Without it, DropMessage drops whatever is at position, through
+// the SQL function corotask.drop_message(uuid, integer), as builds before
+// ExpectDigest did; with it, it calls corotask.drop_message(uuid, integer,
+// text), on which a role that drops messages needs EXECUTE too.
+func DropMessage(ctx context.Context, db DB, id ID, position int, opts ...DropOption) (json.RawMessage, error) {
 	if position < 1 {
 		return nil, fmt.Errorf("drop message %d of task %s: %w: positions start at 1", position, id, ErrNoMessage)
 	}
 	if id.IsZero() {
 		return nil, fmt.Errorf("drop message: no task (zero id)")
 	}
-	var msg json.RawMessage
-	if err := db.QueryRow(ctx, `SELECT corotask.drop_message($1, $2)`, id, position).Scan(&msg); err != nil {
+	var o dropOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var (
+		msg json.RawMessage
+		err error
+	)
+	if o.digest != nil {
+		if !validDigest(*o.digest) {
+			return nil, fmt.Errorf("drop message %d of task %s: invalid digest %q: want the %d hex digits of MessageDigest",
+				position, id, *o.digest, 2*digestBytes)
+		}
+		err = db.QueryRow(ctx, `SELECT corotask.drop_message($1, $2, $3)`, id, position, *o.digest).Scan(&msg)
+	} else {
+		err = db.QueryRow(ctx, `SELECT corotask.drop_message($1, $2)`, id, position).Scan(&msg)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("drop message %d of task %s: %w", position, id, dberr.Translate(err))
 	}
 	return msg, nil
+}
+
+// DropOption configures DropMessage.
+type DropOption func(*dropOptions)
+
+type dropOptions struct {
+	digest *string
+}
+
+// ExpectDigest makes DropMessage drop the message at its position only if
+// it is the one digest names (its MessageDigest), and fail with ErrNoMessage
+// otherwise. The check and the drop are one statement, under the lock of
+// the task's row.
+func ExpectDigest(digest string) DropOption {
+	return func(o *dropOptions) { o.digest = &digest }
+}
+
+// digestBytes is how much of the SHA-256 a message digest keeps.
+const digestBytes = 12
+
+// MessageDigest names a stored message, an entry of Task.Inbox as Get
+// returns it: the first 12 bytes of the SHA-256 of the envelope, in hex (24
+// digits). Two messages have the same digest only if they are the same
+// envelope: same sender, body and time sent. The SQL function
+// corotask.message_digest(jsonb) computes the same; corotask show prints it,
+// and the web UI's drop form sends it.
+func MessageDigest(envelope json.RawMessage) string {
+	sum := sha256.Sum256(envelope)
+	return hex.EncodeToString(sum[:digestBytes])
+}
+
+func validDigest(d string) bool {
+	if len(d) != 2*digestBytes {
+		return false
+	}
+	_, err := hex.DecodeString(d)
+	return err == nil
 }
 
 func operate(ctx context.Context, db DB, what, sql string, id ID) error {

@@ -150,7 +150,7 @@ func TestRetryRestartDropMessage(t *testing.T) {
 	}, executor.MaxFailures(2))
 	require.Equal(t, tasks.StatusRetrying, c.show(id).Status)
 
-	require.Equal(t, "dropped message 2 of "+id.String()+`: {"at":`, c.ok("drop-message", id.String(), "2")[:len("dropped message 2 of ")+26+8])
+	require.Equal(t, "dropped message 2 of "+id.String()+`: {"at":`, c.ok("drop-message", id.String(), "2", "--digest", c.show(id).Inbox[1].Digest)[:len("dropped message 2 of ")+26+8])
 	require.Len(t, c.show(id).Inbox, 1)
 	require.Equal(t, "reset failures of, and retrying "+id.String()+" now\n", c.ok("retry", "--reset-failures", id.String()))
 	s := c.show(id)

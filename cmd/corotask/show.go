@@ -19,10 +19,17 @@ import (
 // its pending messages and how many children it has in each status.
 type showJSON struct {
 	taskJSON
-	Inbox     []messageJSON  `json:"inbox"`
+	Inbox     []inboxJSON    `json:"inbox"`
 	InboxNext []messageJSON  `json:"inbox_next"`
 	Children  map[string]int `json:"children"`
 	History   []historyJSON  `json:"history"` // the last entries, oldest first
+}
+
+// inboxJSON is a message of the inbox as `show --json` prints it: with its
+// digest, which 'corotask drop-message --digest' takes.
+type inboxJSON struct {
+	messageJSON
+	Digest string `json:"digest"`
 }
 
 // showHistory is how many of the last entries of its history show prints.
@@ -78,10 +85,13 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 			if *asJSON {
 				out := showJSON{
 					taskJSON:  toJSON(t),
-					Inbox:     decodeMessages(t.Inbox),
+					Inbox:     make([]inboxJSON, 0, len(t.Inbox)),
 					InboxNext: decodeMessages(t.InboxNext),
 					Children:  make(map[string]int, len(tasks.Statuses)),
 					History:   make([]historyJSON, 0, len(h)),
+				}
+				for _, m := range t.Inbox {
+					out.Inbox = append(out.Inbox, inboxJSON{decodeMessage(m), tasks.MessageDigest(m)})
 				}
 				for _, s := range tasks.Statuses {
 					out.Children[string(s)] = children[s]
@@ -174,6 +184,7 @@ func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []ta
 	fmt.Fprintf(w, "state:\n  %s\n", prettyJSON(t.State, "  "))
 	fmt.Fprintf(w, "result:\n  %s\n", prettyJSON(t.Result, "  "))
 	printMessages(w, "inbox", t.Inbox, now)
+	printDigests(w, t.Inbox)
 	printMessages(w, "inbox_next", t.InboxNext, now)
 	switch {
 	case len(h) == 0:
@@ -246,4 +257,17 @@ func printMessages(w io.Writer, name string, raw []json.RawMessage, now time.Tim
 		fmt.Fprintf(tw, "  %d.\t%s\tsent %s\t%s\t%s\n", i+1, from, relative(m.SentAt, now), flags, compactJSON(m.Body))
 	}
 	tw.Flush()
+}
+
+// printDigests prints the digest of each message of the inbox, which
+// 'corotask drop-message --digest' takes to drop the message read, and no
+// other one.
+func printDigests(w io.Writer, inbox []json.RawMessage) {
+	if len(inbox) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "inbox digests (corotask drop-message TASK N --digest D):")
+	for i, m := range inbox {
+		fmt.Fprintf(w, "  %d. %s\n", i+1, tasks.MessageDigest(m))
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -22,11 +23,17 @@ var (
 	Running     = errors.New("task is running")
 	WrongStatus = errors.New("task status does not allow this")
 	NoMessage   = errors.New("no such message")
+	// ParentCycle: a task would be its own ancestor.
+	ParentCycle = errors.New("parent cycle")
 )
 
 // MaxMessageBytes is the largest message body corotask.send_to_task accepts
 // (corotask.max_message_bytes()).
 const MaxMessageBytes = 1 << 20
+
+// MaxTraceBytes is the largest trace context stored with a message or a task
+// (corotask.max_trace_bytes()).
+const MaxTraceBytes = 8 << 10
 
 // SQLSTATEs raised by corotask's SQL functions.
 const (
@@ -36,6 +43,7 @@ const (
 	codeRunning   = "CT409"
 	codeStatus    = "CT422"
 	codeNoMessage = "CT416"
+	codeCycle     = "CT508"
 	codeUniqueKey = "23505"
 )
 
@@ -76,7 +84,19 @@ func Translate(err error) error {
 	case codeNoMessage:
 		sentinel = NoMessage
 	case codeTooLarge:
+		// DETAIL is the body's size, or "trace <bytes> <limit>".
+		if f := strings.Fields(pgErr.Detail); len(f) == 3 && f[0] == "trace" {
+			return wrap(TooLarge, fmt.Sprintf("%s: trace context of %s bytes, limit %s", TooLarge, f[1], f[2]))
+		}
 		return wrap(TooLarge, fmt.Sprintf("%s: %s bytes, limit %d", TooLarge, pgErr.Detail, MaxMessageBytes))
+	case codeCycle:
+		// The message names the tasks concerned, and HINT the rule.
+		text := fmt.Sprintf("%s: %s", ParentCycle, uuidPattern.ReplaceAllStringFunc(
+			strings.TrimPrefix(pgErr.Message, "corotask: "), ulidOf))
+		if pgErr.Hint != "" {
+			text += ": " + pgErr.Hint
+		}
+		return wrap(ParentCycle, text)
 	case codeUniqueKey:
 		if pgErr.ConstraintName == "tasks_pkey" {
 			return wrap(Exists, fmt.Sprintf("%s: %s", Exists, ulidOf(idFromDetail(pgErr.Detail))))
@@ -100,6 +120,9 @@ func Translate(err error) error {
 	}
 	return wrap(sentinel, fmt.Sprintf("%s: %s", sentinel, what))
 }
+
+// uuidPattern matches a UUID in a message of the database.
+var uuidPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 // idFromDetail extracts the UUID from a unique violation's DETAIL,
 // "Key (task_id)=(<uuid>) already exists.".

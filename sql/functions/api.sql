@@ -9,7 +9,10 @@
 --
 -- Errors raised by these functions carry their own SQLSTATEs so that clients
 -- can tell them apart: CT404 (no such task), CT410 (task has ended), CT413
--- (message too large). DETAIL holds "<role> <uuid>" for the first two.
+-- (message or trace context too large), CT508 (a parent that would make a
+-- cycle), 22023 (an invalid task type). DETAIL holds "<role> <uuid>" for
+-- CT404, CT410 and CT508; for CT413, the body's size in bytes, or "trace
+-- <bytes> <limit>" for a trace context.
 --
 -- The functions that join arrays of task IDs to corotask.tasks run with
 -- enable_seqscan, enable_hashjoin and enable_mergejoin off. plpgsql caches a
@@ -21,6 +24,28 @@
 -- The largest message body accepted, in bytes of its stored jsonb form.
 CREATE OR REPLACE FUNCTION corotask.max_message_bytes() RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS 'SELECT 1048576';
+
+-- The largest trace context stored with a message or a task, in bytes of its
+-- stored jsonb form. A W3C trace context (traceparent and tracestate) takes
+-- well under 1 KiB. With the body's limit it bounds a whole envelope: the
+-- rest of it ("from", "at") is of fixed size.
+CREATE OR REPLACE FUNCTION corotask.max_trace_bytes() RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS 'SELECT 8192';
+
+-- refuse_large_trace raises CT413 for a trace context larger than
+-- max_trace_bytes(); p_what names what carries it, for the error.
+CREATE OR REPLACE FUNCTION corotask.refuse_large_trace(p_trace jsonb, p_what text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SET search_path = '' AS $$
+DECLARE
+    size integer := pg_column_size(p_trace);
+BEGIN
+    IF size > corotask.max_trace_bytes() THEN
+        RAISE EXCEPTION 'corotask: trace context of % bytes (of %) is larger than the limit of % bytes',
+            size, p_what, corotask.max_trace_bytes()
+            USING ERRCODE = 'CT413', DETAIL = 'trace ' || size || ' ' || corotask.max_trace_bytes();
+    END IF;
+END
+$$;
 
 -- The derived status of a task, as the Go API and the CLI report it. A task
 -- is running exactly when it holds a claim; 'stale' when that claim has
@@ -48,7 +73,9 @@ $$;
 
 -- envelope wraps a message body as stored in an inbox, with the time it was
 -- sent ("at") and, when there is one, the trace context of its sender
--- ("trace"), refusing oversized bodies.
+-- ("trace"), refusing an oversized body or trace context: the envelope
+-- stored is at most max_message_bytes() + max_trace_bytes() and a few dozen
+-- bytes, whoever sends it.
 CREATE OR REPLACE FUNCTION corotask.envelope(p_from uuid, p_body jsonb, p_trace jsonb DEFAULT NULL) RETURNS jsonb
 LANGUAGE plpgsql STABLE SET search_path = '' AS $$
 DECLARE
@@ -62,7 +89,106 @@ BEGIN
     IF p_trace IS NULL THEN
         RETURN jsonb_build_object('from', p_from, 'body', p_body, 'at', now());
     END IF;
+    PERFORM corotask.refuse_large_trace(p_trace, 'a message');
     RETURN jsonb_build_object('from', p_from, 'body', p_body, 'at', now(), 'trace', p_trace);
+END
+$$;
+
+-- message_digest names a stored message (an inbox entry, its envelope) for
+-- drop_message: the first 12 bytes of the SHA-256 of its text, in hex, as
+-- tasks.MessageDigest computes it from the envelope Go reads.
+CREATE OR REPLACE FUNCTION corotask.message_digest(p_message jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT encode(substr(sha256(convert_to(p_message::text, 'UTF8')), 1, 12), 'hex')
+$$;
+
+-- The characters tasks.Type refuses (unicode.IsPrint false) of the general
+-- categories Cc (controls), Cf (format characters, such as the bidi
+-- overrides), Co (private use), and Zs (but the space), Zl and Zp
+-- (separators), as Go's Unicode tables list them. Code points unassigned in
+-- Go's tables (Cn), which tasks.Type refuses as well, are not listed: they
+-- depend on the Unicode version, and create_tasks must never refuse a type
+-- that a newer Go accepts.
+CREATE OR REPLACE FUNCTION corotask.unprintable_pattern() RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $pattern$
+    SELECT '[\u0001-\u001f\u007f-\u00a0\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ue000-\uf8ff\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f\U000f0000-\U000ffffd\U00100000-\U0010fffd]'
+$pattern$;
+
+-- refuse_invalid_types raises 22023 for the first of p_types (of the tasks
+-- p_ids) that tasks.Type.Validate refuses: empty, longer than 200 bytes
+-- (tasks.MaxTypeLen), with a leading or trailing space, or with a character
+-- that is not printable (see unprintable_pattern). A type's characters
+-- reach an operator's terminal (corotask ls, show, tree).
+CREATE OR REPLACE FUNCTION corotask.refuse_invalid_types(p_ids uuid[], p_types text[]) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = '' AS $$
+DECLARE
+    pattern text := corotask.unprintable_pattern();
+    id uuid;
+    typ text;
+    shown text;
+    bad text;
+    joined text := array_to_string(p_types, E'\x01');
+BEGIN
+    -- At once for the usual call, whose types are all printable ASCII: the
+    -- types joined by a character no valid type holds (U+0001), checked by
+    -- one expression (no NULL, none empty, none with a space at either end
+    -- or longer than 200 bytes, no other character). A call that fails it
+    -- is looked at type by type, below.
+    IF array_position(p_types, NULL) IS NULL
+       AND length(joined) - length(replace(joined, E'\x01', '')) = cardinality(p_types) - 1
+       AND NOT (E'\x01' || joined || E'\x01') ~ '[^\x01\x20-\x7e]|\x01\x01|\x01 | \x01|[^\x01]{201}' THEN
+        RETURN;
+    END IF;
+    SELECT u.id, u.typ INTO id, typ FROM unnest(p_ids, p_types) WITH ORDINALITY AS u(id, typ, k)
+    WHERE u.typ IS NULL OR u.typ = '' OR octet_length(u.typ) > 200
+       OR left(u.typ, 1) = ' ' OR right(u.typ, 1) = ' ' OR u.typ ~ pattern
+    ORDER BY u.k LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF typ IS NULL OR typ = '' THEN
+        RAISE EXCEPTION 'corotask: invalid task type of task %: empty', id
+            USING ERRCODE = '22023', DETAIL = 'task ' || id;
+    END IF;
+    -- The type as the error shows it: never a raw control character.
+    shown := left(regexp_replace(typ, pattern, '?', 'g'), 40);
+    IF octet_length(typ) > 200 THEN
+        RAISE EXCEPTION 'corotask: invalid task type "%..." of task %: % bytes, at most 200',
+            shown, id, octet_length(typ)
+            USING ERRCODE = '22023', DETAIL = 'task ' || id;
+    END IF;
+    bad := substring(typ FROM pattern);
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'corotask: invalid task type "%" of task %: unprintable character U+% at character %',
+            shown, id, upper(lpad(to_hex(ascii(bad)), 4, '0')), strpos(typ, bad)
+            USING ERRCODE = '22023', DETAIL = 'task ' || id;
+    END IF;
+    RAISE EXCEPTION 'corotask: invalid task type "%" of task %: leading or trailing space', shown, id
+        USING ERRCODE = '22023', DETAIL = 'task ' || id;
+END
+$$;
+
+-- refuse_parent_cycle raises CT508 for task p_ids[p_child], whose parent
+-- p_parents[p_child] is itself or comes later in p_ids (create_tasks finds
+-- it): it would be its own ancestor.
+CREATE OR REPLACE FUNCTION corotask.refuse_parent_cycle(p_ids uuid[], p_parents uuid[], p_child integer) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SET search_path = '' AS $$
+DECLARE
+    child uuid := p_ids[p_child];
+    j integer := array_position(p_ids, p_parents[p_child]);
+BEGIN
+    IF j = p_child THEN
+        RAISE EXCEPTION 'corotask: task % cannot be its own parent', child
+            USING ERRCODE = 'CT508', DETAIL = 'task ' || child;
+    END IF;
+    IF p_parents[j] = child THEN
+        RAISE EXCEPTION 'corotask: tasks % and % would be each other''s parents', child, p_ids[j]
+            USING ERRCODE = 'CT508', DETAIL = 'task ' || child,
+                  HINT = 'a parent must exist before its child, or come earlier in the same call';
+    END IF;
+    RAISE EXCEPTION 'corotask: task % has as parent task %, which comes later in the same call', child, p_ids[j]
+        USING ERRCODE = 'CT508', DETAIL = 'task ' || child,
+              HINT = 'a parent must exist before its child, or come earlier in the same call';
 END
 $$;
 
@@ -154,10 +280,15 @@ END
 $$;
 
 -- create_tasks inserts many tasks in one statement. Each array holds one element
--- per task; parents must exist (or be created in the same call) and not have ended.
--- A task with a message gets it as its first inbox entry, from its parent.
--- p_traces holds the trace context of the code that created each task (NULL:
--- none); the form without it creates tasks with none.
+-- per task; parents must exist and not have ended, or be created earlier in
+-- the same call: a task that names itself or a later task of the call as
+-- parent is refused (CT508), as it would be its own ancestor (existing tasks
+-- cannot have a new one as parent, so no other cycle can form). Types
+-- follow the rules of tasks.Type (22023 otherwise: see
+-- refuse_invalid_types). A task with a message gets it as its first inbox
+-- entry, from its parent. p_traces holds the trace context of the code that
+-- created each task (NULL: none; at most max_trace_bytes() each); the form
+-- without it creates tasks with none.
 CREATE OR REPLACE FUNCTION corotask.create_tasks(
     p_ids      uuid[],
     p_types    text[],
@@ -171,36 +302,59 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
     bad uuid;
-    live uuid[];   -- the parents found, and not ended ...
-    ended uuid[];  -- ... and those that have ended
+    outside uuid[];  -- the parents not created in this call, by first child ...
+    live uuid[];     -- ... those found, and not ended ...
+    ended uuid[];    -- ... and those that have ended
+    cycle integer;   -- the first task whose parent comes later in the call, or is itself
+    trace jsonb;
 BEGIN
-    -- One statement finds the parents that exist (other than tasks created
-    -- in this call) and locks them: the lock waits for a concurrent cancel
-    -- of a parent, so a child is never added under a parent that is being
-    -- canceled. It is the lock of the UPDATE of their count of children
-    -- below, taken at once (FOR SHARE, which two callers may hold together,
-    -- would make them deadlock when both raise it).
-    SELECT coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NULL), '{}'),
-           coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NOT NULL), '{}')
-    INTO live, ended
-    FROM (
-        SELECT t.task_id, t.done_at FROM corotask.tasks t
-        WHERE t.task_id = ANY (ARRAY(
-            SELECT DISTINCT p FROM unnest(p_parents) AS p WHERE p IS NOT NULL AND p <> ALL (p_ids)))
-        ORDER BY t.task_id
-        FOR NO KEY UPDATE
-    ) l;
-    SELECT p INTO bad FROM unnest(p_parents) WITH ORDINALITY AS u(p, k)
-    WHERE p IS NOT NULL AND p <> ALL (p_ids) AND p <> ALL (live) AND p <> ALL (ended)
-    ORDER BY k LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'corotask: parent task % not found', bad
-            USING ERRCODE = 'CT404', DETAIL = 'parent ' || bad;
+    PERFORM corotask.refuse_invalid_types(p_ids, p_types);
+    IF p_traces IS NOT NULL THEN
+        -- Callers pass one trace context for every task: check each once.
+        FOR trace IN SELECT DISTINCT x FROM unnest(p_traces) AS x WHERE x IS NOT NULL LOOP
+            PERFORM corotask.refuse_large_trace(trace, 'a task');
+        END LOOP;
     END IF;
-    IF cardinality(ended) > 0 THEN
-        bad := ended[1];
-        RAISE EXCEPTION 'corotask: parent task % has ended', bad
-            USING ERRCODE = 'CT410', DETAIL = 'parent ' || bad;
+    IF EXISTS (SELECT 1 FROM unnest(p_parents) AS p WHERE p IS NOT NULL) THEN
+        -- Each parent once, with its first child (k) and its place in p_ids
+        -- (j, NULL when it is not created in this call): one search of p_ids
+        -- per distinct parent.
+        SELECT coalesce(array_agg(f.p ORDER BY f.k) FILTER (WHERE f.j IS NULL), '{}'),
+               min(f.k) FILTER (WHERE f.j >= f.k)
+        INTO outside, cycle
+        FROM (SELECT u.p, min(u.k)::integer AS k, array_position(p_ids, u.p) AS j
+              FROM unnest(p_parents) WITH ORDINALITY AS u(p, k)
+              WHERE u.p IS NOT NULL GROUP BY u.p) f;
+        IF cycle IS NOT NULL THEN
+            PERFORM corotask.refuse_parent_cycle(p_ids, p_parents, cycle);
+        END IF;
+        -- One statement finds the parents that exist and locks them: the
+        -- lock waits for a concurrent cancel of a parent, so a child is
+        -- never added under a parent that is being canceled. It is the lock
+        -- of the UPDATE of their count of children below, taken at once
+        -- (FOR SHARE, which two callers may hold together, would make them
+        -- deadlock when both raise it).
+        SELECT coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NULL), '{}'),
+               coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NOT NULL), '{}')
+        INTO live, ended
+        FROM (
+            SELECT t.task_id, t.done_at FROM corotask.tasks t
+            WHERE t.task_id = ANY (outside)
+            ORDER BY t.task_id
+            FOR NO KEY UPDATE
+        ) l;
+        SELECT o.p INTO bad FROM unnest(outside) WITH ORDINALITY AS o(p, n)
+        WHERE o.p <> ALL (live) AND o.p <> ALL (ended)
+        ORDER BY o.n LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'corotask: parent task % not found', bad
+                USING ERRCODE = 'CT404', DETAIL = 'parent ' || bad;
+        END IF;
+        IF cardinality(ended) > 0 THEN
+            bad := ended[1];
+            RAISE EXCEPTION 'corotask: parent task % has ended', bad
+                USING ERRCODE = 'CT410', DETAIL = 'parent ' || bad;
+        END IF;
     END IF;
     INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, inbox, trace)
     SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, now()),
@@ -210,7 +364,7 @@ BEGIN
     FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces)
         AS u(id, typ, parent, state, msg, wake_at, trace);
     -- Each parent counts its live children (see deliver_all).
-    IF EXISTS (SELECT 1 FROM unnest(p_parents) AS p WHERE p IS NOT NULL) THEN
+    IF outside IS NOT NULL THEN
         UPDATE corotask.tasks t SET live_children = t.live_children + c.n
         FROM (SELECT p, count(*)::integer AS n FROM unnest(p_parents) AS p WHERE p IS NOT NULL GROUP BY p) c
         WHERE t.task_id = c.p;

@@ -15,7 +15,8 @@
 -- They run with the rights of the schema's owner, as cancel_task does;
 -- EXECUTE is revoked from PUBLIC. Besides CT404 and CT410, they raise CT409
 -- (an executor holds the task), CT422 (the task's status does not allow the
--- action; HINT says why) and CT416 (no message at that position);
+-- action; HINT says why) and CT416 (no message at that position, or not the
+-- one named);
 -- operator_send raises CT413 (message too large) as send_to_task does.
 
 -- operator_lock locks and returns a live task that no executor holds, or
@@ -159,12 +160,18 @@ $$;
 
 -- drop_message removes the message at p_position (1: the oldest) of a live
 -- task's inbox and returns it; it is kept in the history row of the action.
-CREATE OR REPLACE FUNCTION corotask.drop_message(p_task uuid, p_position integer) RETURNS jsonb
+-- p_digest names the message the caller read there (message_digest of its
+-- envelope): when the message at p_position now is another one (a poll took
+-- messages meanwhile, and the inbox moved), it raises CT416 and drops
+-- nothing. p_digest NULL drops whatever is at p_position: the form without
+-- it, which builds before the digest call, does that.
+CREATE OR REPLACE FUNCTION corotask.drop_message(p_task uuid, p_position integer, p_digest text) RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 DECLARE
     t corotask.tasks := corotask.operator_lock(p_task, 'drop_message');
     dropped jsonb;
     n integer := cardinality(t.inbox);
+    found_digest text;
 BEGIN
     IF p_position IS NULL OR p_position < 1 OR p_position > n THEN
         RAISE EXCEPTION 'corotask: task % has no message at position %', p_task, p_position
@@ -174,11 +181,23 @@ BEGIN
                                    || ' message(s), at positions 1 to ' || n END;
     END IF;
     dropped := t.inbox[p_position];
+    found_digest := corotask.message_digest(dropped);
+    IF p_digest IS NOT NULL AND lower(p_digest) <> found_digest THEN
+        RAISE EXCEPTION 'corotask: message % of task % is not the one named', p_position, p_task
+            USING ERRCODE = 'CT416', DETAIL = 'task ' || p_task,
+                  HINT = 'position ' || p_position || ' holds message ' || found_digest || ', not ' || p_digest
+                         || ': the inbox changed since it was read; nothing was dropped';
+    END IF;
     UPDATE corotask.tasks SET inbox = inbox[:p_position - 1] || inbox[p_position + 1:], attempts = attempts + 1
     WHERE task_id = p_task RETURNING * INTO t;
     PERFORM corotask.operator_record(t, 'drop_message', dropped);
     RETURN dropped;
 END
+$$;
+
+CREATE OR REPLACE FUNCTION corotask.drop_message(p_task uuid, p_position integer) RETURNS jsonb
+LANGUAGE sql SECURITY DEFINER SET search_path = '' AS $$
+    SELECT corotask.drop_message(p_task, p_position, NULL::text)
 $$;
 
 -- operator_send sends a message to a task as send_to_task does (p_from NULL:
@@ -211,5 +230,6 @@ REVOKE EXECUTE ON FUNCTION
     corotask.reset_failures(uuid),
     corotask.restart_task(uuid),
     corotask.drop_message(uuid, integer),
+    corotask.drop_message(uuid, integer, text),
     corotask.operator_send(uuid, uuid, jsonb, jsonb)
 FROM PUBLIC;
