@@ -2,8 +2,6 @@ package ui
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -34,10 +32,10 @@ func decodeMessages(raw []json.RawMessage) []message {
 	for i, r := range raw {
 		var env envelope.Envelope
 		if err := json.Unmarshal(r, &env); err != nil {
-			out = append(out, message{Index: i, Digest: digest(r), Body: prettyJSON(r)})
+			out = append(out, message{Index: i, Digest: tasks.MessageDigest(r), Body: prettyJSON(r)})
 			continue
 		}
-		out = append(out, message{Index: i, Digest: digest(r), From: env.From, Body: prettyJSON(env.Body),
+		out = append(out, message{Index: i, Digest: tasks.MessageDigest(r), From: env.From, Body: prettyJSON(env.Body),
 			Done: env.Done, Err: env.Err, At: env.At})
 	}
 	return out
@@ -159,11 +157,4 @@ func loadTask(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v *vi
 	}
 	v.Title, v.P = string(t.Type)+" "+id.String()+" · corotask", p
 	return nil
-}
-
-// digest names a stored message by its content (which holds its sender and
-// the time it was sent).
-func digest(raw json.RawMessage) string {
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:12])
 }
