@@ -326,7 +326,7 @@ func Find(ctx context.Context, opts Options) (Target, error) {
 		return Target{ConnString: "", Source: FromLibpqEnv, Env: env}, nil
 	}
 	localErr := ping(ctx, local, localProbeTimeout)
-	if localErr == nil || isMissingDatabase(localErr) {
+	if localErr == nil || IsMissingDatabase(localErr) {
 		return Target{ConnString: local, Source: FromLocal}, nil
 	}
 	tried := fmt.Sprintf("--database-url, DATABASE_URL and libpq's PG* variables are unset, and %s does not answer (%s)",
@@ -377,9 +377,9 @@ func (e *connectError) Error() string {
 // that does not exist.
 const codeInvalidCatalogName = "3D000"
 
-// isMissingDatabase says whether err is the server's refusal of a
-// connection to a database that does not exist.
-func isMissingDatabase(err error) bool {
+// IsMissingDatabase says whether err is the server's refusal of a
+// connection to a database that does not exist (invalid_catalog_name).
+func IsMissingDatabase(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == codeInvalidCatalogName
 }
@@ -390,7 +390,7 @@ func isMissingDatabase(err error) bool {
 // for any other error.
 func missingDatabase(err error) string {
 	var ce *pgconn.ConnectError
-	if !isMissingDatabase(err) || !errors.As(err, &ce) || ce.Config == nil {
+	if !IsMissingDatabase(err) || !errors.As(err, &ce) || ce.Config == nil {
 		return ""
 	}
 	server := fmt.Sprintf("%s:%d", ce.Config.Host, ce.Config.Port)
