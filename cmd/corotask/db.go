@@ -21,8 +21,9 @@ import (
 const connectTimeout = 10 * time.Second
 
 // target returns the database to act on: --database-url, else $DATABASE_URL
-// (through a.getenv), else libpq's PG* environment, else the server on
-// 127.0.0.1:5432; or, with --private-cluster, the private cluster. It says on
+// (through a.getenv), else libpq's PG* environment, else the database
+// corotask on 127.0.0.1:5432 (database.LocalURL, the examples' default);
+// or, with --private-cluster, the private cluster. It says on
 // standard error which database it is, with the password masked. It never
 // falls back to the private cluster on its own.
 func (a *app) target(ctx context.Context) (database.Target, error) {
