@@ -56,8 +56,10 @@ func main() {
 	url := os.Getenv("DATABASE_URL")
 	if url == "" { // the CLI's default too: a database of its own, created when missing
 		url = "postgres://postgres@127.0.0.1:5432/corotask"
-		if _, err := corosql.EnsureDatabase(ctx, url); err != nil {
+		if created, err := corosql.EnsureDatabase(ctx, url); err != nil {
 			log.Fatal(err)
+		} else if created {
+			log.Print("created database corotask (set DATABASE_URL to use another)")
 		}
 	}
 	if err := run(ctx, url, os.Stdout); err != nil {
