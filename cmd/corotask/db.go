@@ -44,9 +44,10 @@ func (a *app) target(ctx context.Context) (database.Target, error) {
 
 // connect opens one connection to the database; the caller closes it with
 // closeConn. A database that does not exist is created when the command
-// says so (migrate), else the error says to run migrate. Unless the command runs on any schema (migrate), it checks that
-// this build runs on the database's schema (sql.CheckSchema), and returns
-// the error that says what was found, what is needed and what to do if not.
+// says so (migrate); else the error says to run migrate. Unless the command
+// runs on any schema (migrate), it checks that this build runs on the
+// database's schema (sql.CheckSchema), and returns the error that says what
+// was found, what is needed and what to do if not.
 func (a *app) connect(ctx context.Context) (*pgx.Conn, error) {
 	t, err := a.target(ctx)
 	if err != nil {

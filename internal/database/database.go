@@ -356,7 +356,9 @@ func (t Target) Wrap(op string, err error) error {
 
 // ConnectError returns the error for a failed connection to target (as
 // [Target.String] or [Redact] describe it): "cannot connect to TARGET:
-// DETAIL", where DETAIL is [ConnectDetail] of err. It wraps err.
+// DETAIL", where DETAIL is [ConnectDetail] of err; or, when the server said
+// the database does not exist, what to do: "database corotask does not
+// exist on 127.0.0.1:5432: run 'corotask migrate' first". It wraps err.
 func ConnectError(target string, err error) error {
 	return &connectError{target: target, err: err}
 }
