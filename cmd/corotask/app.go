@@ -57,6 +57,10 @@ type command struct {
 	// command checks, once connected, that this build runs on the database's
 	// schema (see connect), and exits 1 if not.
 	anySchema bool
+	// createDatabase is true for a command that creates the database it is
+	// given when that does not exist (migrate; see connect). Every other
+	// command says to run migrate.
+	createDatabase bool
 	// flags declares the command's own flags on fs (--database-url and --help
 	// are declared for every command) and returns the function that runs the
 	// command on the positional arguments, once the flags are parsed.
@@ -85,8 +89,8 @@ type app struct {
 	// localURL is the local server tried last; empty means
 	// database.LocalURL. Tests replace it.
 	localURL string
-	// anySchema is the command's (see command.anySchema).
-	anySchema bool
+	// anySchema and createDatabase are the command's (see command).
+	anySchema, createDatabase bool
 }
 
 // run is the whole CLI: it parses args (without the program name), runs the
@@ -259,7 +263,7 @@ func newFlagSet(name string) *flag.FlagSet {
 
 // Usage of the database flags of every command that uses a database.
 const (
-	databaseURLUsage    = "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else 127.0.0.1:5432; see 'corotask help')"
+	databaseURLUsage    = "the PostgreSQL `URL` (default: $DATABASE_URL, else libpq's PG* variables, else corotask on 127.0.0.1:5432; see 'corotask help')"
 	privateClusterUsage = "use the private cluster started from this machine's PostgreSQL binaries instead of a server"
 )
 
@@ -279,7 +283,7 @@ func (a *app) flagSet(cmd *command) (*flag.FlagSet, runFunc) {
 
 // execute parses cmd's flags and arguments and runs it.
 func (a *app) execute(ctx context.Context, cmd *command, args []string) int {
-	a.cmd, a.anySchema = cmd.name, cmd.anySchema
+	a.cmd, a.anySchema, a.createDatabase = cmd.name, cmd.anySchema, cmd.createDatabase
 	fs, runCmd := a.flagSet(cmd)
 	positional, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -397,7 +401,8 @@ Commands:
 	fmt.Fprint(w, `
 The database is --database-url, else $DATABASE_URL, else the one libpq's
 variables (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, PGSERVICE, ...)
-name, as for psql, else a server on 127.0.0.1:5432 (user postgres). With
+name, as for psql, else the database corotask on 127.0.0.1:5432 (user
+postgres), where the examples run too; 'corotask migrate' creates it. With
 --private-cluster it is instead a private cluster started from this
 machine's PostgreSQL binaries, never used unless asked. Each command says on
 standard error which database it uses, with the password masked.

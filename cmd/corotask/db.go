@@ -21,8 +21,9 @@ import (
 const connectTimeout = 10 * time.Second
 
 // target returns the database to act on: --database-url, else $DATABASE_URL
-// (through a.getenv), else libpq's PG* environment, else the server on
-// 127.0.0.1:5432; or, with --private-cluster, the private cluster. It says on
+// (through a.getenv), else libpq's PG* environment, else the database
+// corotask on 127.0.0.1:5432 (database.LocalURL, the examples' default);
+// or, with --private-cluster, the private cluster. It says on
 // standard error which database it is, with the password masked. It never
 // falls back to the private cluster on its own.
 func (a *app) target(ctx context.Context) (database.Target, error) {
@@ -42,9 +43,11 @@ func (a *app) target(ctx context.Context) (database.Target, error) {
 }
 
 // connect opens one connection to the database; the caller closes it with
-// closeConn. Unless the command runs on any schema (migrate), it checks that
-// this build runs on the database's schema (sql.CheckSchema), and returns
-// the error that says what was found, what is needed and what to do if not.
+// closeConn. A database that does not exist is created when the command
+// says so (migrate); else the error says to run migrate. Unless the command
+// runs on any schema (migrate), it checks that this build runs on the
+// database's schema (sql.CheckSchema), and returns the error that says what
+// was found, what is needed and what to do if not.
 func (a *app) connect(ctx context.Context) (*pgx.Conn, error) {
 	t, err := a.target(ctx)
 	if err != nil {
@@ -58,6 +61,12 @@ func (a *app) connect(ctx context.Context) (*pgx.Conn, error) {
 		cfg.ConnectTimeout = connectTimeout
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil && a.createDatabase && database.IsMissingDatabase(err) {
+		if err := a.ensureDatabase(ctx, t, cfg.Database); err != nil {
+			return nil, err
+		}
+		conn, err = pgx.ConnectConfig(ctx, cfg)
+	}
 	if err != nil {
 		return nil, database.ConnectError(t.String(), err)
 	}
@@ -68,6 +77,20 @@ func (a *app) connect(ctx context.Context) (*pgx.Conn, error) {
 		}
 	}
 	return conn, nil
+}
+
+// ensureDatabase creates t's database, name, which the server said does not
+// exist (sql.EnsureDatabase: another process may be creating it at the same
+// time), and says so on standard output if this call created it.
+func (a *app) ensureDatabase(ctx context.Context, t database.Target, name string) error {
+	created, err := corosql.EnsureDatabase(ctx, t.ConnString)
+	if err != nil {
+		return fmt.Errorf("create the database of %s: %w", t, err)
+	}
+	if created {
+		fmt.Fprintf(a.stdout, "created database %s\n", name)
+	}
+	return nil
 }
 
 // invalidURL is the usage error for a connection string that does not parse:

@@ -13,13 +13,18 @@ import (
 var migrateCmd = &command{
 	name:      "migrate",
 	anySchema: true,
-	summary:   "apply the database schema",
-	help: `Apply the schema migrations the database has not applied yet, and the
-SQL function files that changed since they were last applied, in one
-transaction, and say which. Running it again, or from several processes at
-once, is safe. A database migrated by a newer corotask is refused, unless
-its newer migrations declare this version compatible: it is then left as
-it is. Every other command refuses a schema this version does not run on,
+	// A user who names a database to migrate wants it to exist.
+	createDatabase: true,
+	summary:        "apply the database schema",
+	help: `Create the database when it does not exist (whichever it is: the default
+corotask on 127.0.0.1:5432, or one given), through the server's
+maintenance database, and say so. Then apply the schema migrations the
+database has not applied yet, and the SQL function files that changed
+since they were last applied, in one transaction, and say which. Running
+it again, or from several processes at once, is safe. A database migrated
+by a newer corotask is refused, unless its newer migrations declare this
+version compatible: it is then left as it is. Every other command refuses
+a schema this version does not run on, or a database that does not exist,
 and says to run this one.`,
 	example: `corotask migrate --database-url postgres://postgres@db.internal:5432/app`,
 	flags: func(fs *flag.FlagSet) runFunc {

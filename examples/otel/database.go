@@ -1,16 +1,15 @@
 package main
 
-// This file finds the database the way the corotask CLI does, but for the
-// default: when nothing says which to use, the CLI uses the maintenance
-// database postgres of the server on 127.0.0.1:5432, and the program its
-// database corotask, created when missing, so that the examples' tasks and
-// schema stay out of the maintenance database. The corotask commands the
-// program prints name the database, so they reach the same one. It imports
-// nothing of corotask: copy it along with main.go.
+// This file finds the database as the corotask CLI does: --database-url,
+// else $DATABASE_URL, else libpq's PG* variables, else the database corotask
+// of the server on 127.0.0.1:5432, created when missing (sql.EnsureDatabase),
+// so that the examples' tasks and schema stay out of the server's
+// maintenance database and the CLI sees them without being told where. The
+// corotask commands the program prints name the database all the same. It
+// imports only corotask's public sql package: copy it along with main.go.
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"net/url"
@@ -18,21 +17,13 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+	corosql "github.com/corotask/corotask/sql"
 )
 
-// localURL is the server tried when nothing says which to use: its database
-// corotask, which ensureDatabase creates, so that the schema does not land
-// in the server's maintenance database (postgres).
+// localURL is the database used when nothing says which to use, as the
+// CLI's: corotask, which ensureDatabase creates, so that the schema does not
+// land in the server's maintenance database (postgres).
 const localURL = "postgres://postgres@127.0.0.1:5432/corotask"
-
-// localAdminURL is the maintenance database of localURL's server, where
-// ensureDatabase connects to create corotask.
-const localAdminURL = "postgres://postgres@127.0.0.1:5432/postgres"
-
-// localDatabase is localURL's database.
-const localDatabase = "corotask"
 
 // fromLocal is where localURL comes from, for messages.
 const fromLocal = "the local server"
@@ -70,37 +61,15 @@ func (t target) ensureDatabase(ctx context.Context) error {
 	if t.from != fromLocal {
 		return nil
 	}
-	created, err := createDatabase(ctx, localAdminURL, localDatabase)
+	created, err := corosql.EnsureDatabase(ctx, localURL)
 	if err != nil {
 		return t.Wrap("create the database on", err)
 	}
 	if created {
-		log.Printf("created database %s on 127.0.0.1:5432 (the default when neither --database-url, "+
-			"DATABASE_URL nor PG* variables are given; DROP DATABASE %[1]s removes it)", localDatabase)
+		log.Printf("created database corotask on 127.0.0.1:5432 (the default when neither --database-url, " +
+			"DATABASE_URL nor PG* variables are given; DROP DATABASE corotask removes it)")
 	}
 	return nil
-}
-
-// createDatabase creates database name on the server of adminURL unless it
-// exists, and says whether it did.
-func createDatabase(ctx context.Context, adminURL, name string) (bool, error) {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return false, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var exists bool
-	err = conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)", name).Scan(&exists)
-	if err != nil || exists {
-		return false, err
-	}
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P04" || // duplicate_database
-		pgErr.Code == "23505" && pgErr.ConstraintName == "pg_database_datname_index") { // created meanwhile
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // String describes t for messages, with the password masked.

@@ -3,19 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/corotask/corotask/internal/testdb"
-	"github.com/corotask/corotask/tasks"
+	"github.com/corotask/corotask/internal/database"
 )
 
 // unsetPG unsets libpq's variables for the test.
@@ -70,57 +65,17 @@ func TestLocalFailureSaysHowToGiveADatabase(t *testing.T) {
 }
 
 // Without a database given, the program uses the local server's database
-// corotask, created when missing, not the maintenance database postgres.
-func TestDefaultIsADatabaseOfItsOwn(t *testing.T) {
+// corotask, created when missing, not the maintenance database postgres:
+// the one the corotask CLI uses by default, so that `corotask ls` shows the
+// program's tasks.
+func TestDefaultIsTheCLIs(t *testing.T) {
 	t.Parallel()
+	require.Equal(t, database.LocalURL, localURL)
 	u, err := url.Parse(localURL)
 	require.NoError(t, err)
-	require.Equal(t, "/"+localDatabase, u.Path)
 	require.NotEqual(t, "/postgres", u.Path)
-	a, err := url.Parse(localAdminURL)
-	require.NoError(t, err)
-	require.Equal(t, u.Host, a.Host, "the database is created on the server it is used on")
 
 	// A database given is used as it is: nothing is created (nothing
 	// answers there).
 	require.NoError(t, target{"postgres://u@127.0.0.1:1/d", "DATABASE_URL"}.ensureDatabase(context.Background()))
-}
-
-// createDatabase creates the database once, whoever else creates it at the
-// same time.
-func TestCreateDatabase(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	admin := testdb.AdminURL(t)
-	// Named as the tests' databases are, so that one a killed run leaves is
-	// swept by a later run.
-	name := fmt.Sprintf("corotask_test_%d_%s", time.Now().Unix(), strings.ToLower(tasks.NewID().String()))
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, admin)
-		require.NoError(t, err)
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		require.NoError(t, err)
-	})
-	created := make([]bool, 4)
-	errs := make([]error, 4)
-	var wg sync.WaitGroup
-	for i := range errs {
-		wg.Go(func() { created[i], errs[i] = createDatabase(ctx, admin, name) })
-	}
-	wg.Wait()
-	n := 0
-	for i, err := range errs {
-		require.NoError(t, err)
-		if created[i] {
-			n++
-		}
-	}
-	require.Equal(t, 1, n, "one caller created it")
-	again, err := createDatabase(ctx, admin, name)
-	require.NoError(t, err)
-	require.False(t, again, "it exists: nothing to do")
-	conn, err := pgx.Connect(ctx, testdb.WithDatabase(t, admin, name))
-	require.NoError(t, err)
-	require.NoError(t, conn.Close(ctx))
 }

@@ -20,8 +20,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/executor"
@@ -56,39 +54,17 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	url := os.Getenv("DATABASE_URL")
-	if url == "" { // a database of its own, not the server's maintenance database
+	if url == "" { // the CLI's default too: a database of its own, created when missing
 		url = "postgres://postgres@127.0.0.1:5432/corotask"
-		if err := createDatabase(ctx, "postgres://postgres@127.0.0.1:5432/postgres", "corotask"); err != nil {
+		if created, err := corosql.EnsureDatabase(ctx, url); err != nil {
 			log.Fatal(err)
+		} else if created {
+			log.Print("created database corotask (set DATABASE_URL to use another)")
 		}
 	}
 	if err := run(ctx, url, os.Stdout); err != nil {
 		log.Fatal(err)
 	}
-}
-
-// createDatabase creates database name on the server of adminURL unless it
-// exists.
-func createDatabase(ctx context.Context, adminURL, name string) error {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	var exists bool
-	err = conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)", name).Scan(&exists)
-	if err != nil || exists {
-		return err
-	}
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P04" || pgErr.Code == "23505") { // created meanwhile
-		return nil
-	}
-	if err == nil {
-		log.Printf("created database %s (set DATABASE_URL to use another)", name)
-	}
-	return err
 }
 
 func run(ctx context.Context, url string, out io.Writer) error {

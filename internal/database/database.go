@@ -3,8 +3,9 @@
 //
 // The order is: an explicit URL (the --database-url flag), else $DATABASE_URL,
 // else libpq's environment (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD,
-// PGSERVICE, ... as pgx reads them) when any of its variables is set, else a
-// server answering on 127.0.0.1:5432 as user postgres, else, when the caller
+// PGSERVICE, ... as pgx reads them) when any of its variables is set, else
+// the database corotask of a server answering on 127.0.0.1:5432 as user
+// postgres (the examples' default too), else, when the caller
 // allows it, a private cluster started from this machine's PostgreSQL
 // binaries (initdb and pg_ctl on PATH or under /usr/lib/postgresql/*/bin).
 // The private cluster lives in the user's cache directory (see
@@ -33,9 +34,19 @@ import (
 	"github.com/corotask/corotask/internal/termsafe"
 )
 
-// LocalURL is the URL of the conventional local server that [Find] tries
-// after the explicit URL and the environment.
-const LocalURL = "postgres://postgres@127.0.0.1:5432/postgres"
+// LocalURL is the database on the conventional local server that [Find]
+// tries after the explicit URL and the environment: corotask, the examples'
+// default too, so that the CLI sees their tasks. It is a database of its
+// own, not the server's maintenance database; `corotask migrate` creates it
+// when it is missing (sql.EnsureDatabase), and [ConnectError] says to run
+// that when it is.
+const LocalURL = "postgres://postgres@127.0.0.1:5432/corotask"
+
+// LocalMaintenanceURL is the maintenance database of [LocalURL]'s server,
+// which exists on every server: for callers that want the server rather
+// than a database of it, such as the tests, which make their databases
+// through it, and [URL].
+const LocalMaintenanceURL = "postgres://postgres@127.0.0.1:5432/postgres"
 
 // localProbeTimeout bounds how long [Find] waits for a server on
 // 127.0.0.1:5432 to answer.
@@ -256,10 +267,11 @@ func describeConfig(s string) string {
 	return u.String()
 }
 
-// URL returns the connection string the examples and tests use: [Find] with
-// the explicit URL, falling back to the private cluster.
+// URL returns a connection string to a server to make databases on, as the
+// benchmarks do: [Find] with the explicit URL, with [LocalMaintenanceURL]
+// for the local server, falling back to the private cluster.
 func URL(ctx context.Context, explicit string) (string, error) {
-	t, err := Find(ctx, Options{Explicit: explicit, Private: PrivateFallback})
+	t, err := Find(ctx, Options{Explicit: explicit, Private: PrivateFallback, Local: LocalMaintenanceURL})
 	if err != nil {
 		return "", err
 	}
@@ -268,7 +280,9 @@ func URL(ctx context.Context, explicit string) (string, error) {
 
 // Find returns the database to use: opts.Explicit if non-empty, else
 // $DATABASE_URL, else libpq's environment if any of [LibpqEnv] is set, else
-// [LocalURL] if a server answers there within about two seconds, else, if
+// [LocalURL] if a server answers there within about two seconds (a server
+// that says the database does not exist answers: connecting then fails
+// with [ConnectError]'s advice to run `corotask migrate`), else, if
 // opts.Private allows it, the private cluster in [DefaultPrivateDir] for the
 // installed PostgreSQL version, started if needed (see [Private]).
 //
@@ -312,7 +326,7 @@ func Find(ctx context.Context, opts Options) (Target, error) {
 		return Target{ConnString: "", Source: FromLibpqEnv, Env: env}, nil
 	}
 	localErr := ping(ctx, local, localProbeTimeout)
-	if localErr == nil {
+	if localErr == nil || IsMissingDatabase(localErr) {
 		return Target{ConnString: local, Source: FromLocal}, nil
 	}
 	tried := fmt.Sprintf("--database-url, DATABASE_URL and libpq's PG* variables are unset, and %s does not answer (%s)",
@@ -342,7 +356,9 @@ func (t Target) Wrap(op string, err error) error {
 
 // ConnectError returns the error for a failed connection to target (as
 // [Target.String] or [Redact] describe it): "cannot connect to TARGET:
-// DETAIL", where DETAIL is [ConnectDetail] of err. It wraps err.
+// DETAIL", where DETAIL is [ConnectDetail] of err; or, when the server said
+// the database does not exist, what to do: "database corotask does not
+// exist on 127.0.0.1:5432: run 'corotask migrate' first". It wraps err.
 func ConnectError(target string, err error) error {
 	return &connectError{target: target, err: err}
 }
@@ -353,7 +369,37 @@ type connectError struct {
 }
 
 func (e *connectError) Error() string {
+	if missing := missingDatabase(e.err); missing != "" {
+		return missing
+	}
 	return "cannot connect to " + e.target + ": " + ConnectDetail(e.err)
+}
+
+// codeInvalidCatalogName is PostgreSQL's error for connecting to a database
+// that does not exist.
+const codeInvalidCatalogName = "3D000"
+
+// IsMissingDatabase says whether err is the server's refusal of a
+// connection to a database that does not exist (invalid_catalog_name).
+func IsMissingDatabase(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == codeInvalidCatalogName
+}
+
+// missingDatabase returns, for a connection of pgx refused because its
+// database does not exist, what to do: "database corotask does not exist on
+// 127.0.0.1:5432: run 'corotask migrate' first" (migrate creates it); ""
+// for any other error.
+func missingDatabase(err error) string {
+	var ce *pgconn.ConnectError
+	if !IsMissingDatabase(err) || !errors.As(err, &ce) || ce.Config == nil {
+		return ""
+	}
+	server := fmt.Sprintf("%s:%d", ce.Config.Host, ce.Config.Port)
+	if strings.HasPrefix(ce.Config.Host, "/") {
+		server = fmt.Sprintf("the socket in %s (port %d)", ce.Config.Host, ce.Config.Port)
+	}
+	return fmt.Sprintf("database %s does not exist on %s: run 'corotask migrate' first", ce.Config.Database, server)
 }
 
 func (e *connectError) Unwrap() error { return e.err }

@@ -59,7 +59,9 @@ const includeLine = "include = '" + confName + "'"
 
 // Private starts (or reuses, if already running) a private cluster whose data
 // directory is dir, and returns a URL for its "postgres" database as user
-// postgres.
+// postgres. Unlike [LocalURL], which names a database of its own on a server
+// that may serve others, it names the maintenance database: the cluster is
+// corotask's alone, and the tests make their databases through this URL.
 //
 // Creating the cluster runs initdb with trust authentication. The server
 // listens only on a unix socket in dir (or, if that path would be too long for

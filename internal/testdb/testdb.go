@@ -76,7 +76,7 @@ func admin() (string, error) {
 // test's pool.Close as long. A URL given through DATABASE_URL or libpq's
 // variables is used as it is.
 func adminTarget(ctx context.Context) (string, error) {
-	t, err := database.Find(ctx, database.Options{Private: database.PrivateFallback})
+	t, err := database.Find(ctx, database.Options{Private: database.PrivateFallback, Local: database.LocalMaintenanceURL})
 	if err != nil {
 		return "", err
 	}
