@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/corotask/corotask/internal/bench"
+	"github.com/corotask/corotask/internal/database"
 )
 
 var benchCmd = &command{
@@ -35,6 +36,12 @@ corotask bench tree -stock-cluster -statements`,
 					return usagef("-stock-cluster runs on a cluster of its own: drop --database-url and --private-cluster")
 				}
 				return bench.Run(ctx, opts, a.stdout, a.stderr)
+			}
+			if a.localURL == "" {
+				// bench makes databases of its own on the local server,
+				// from its maintenance database: the default corotask
+				// database need not exist.
+				a.localURL = database.LocalMaintenanceURL
 			}
 			t, err := a.target(ctx)
 			if err != nil {
