@@ -218,7 +218,7 @@ func TestAwaitChildrenCountsARestartedChild(t *testing.T) {
 	f.end(t, 0, "fail")
 	require.Equal(t, 1, f.pollParents(t), "a failed child wakes its parent")
 	require.NoError(t, tasks.Restart(ctx, f.db, f.spawned[0]))
-	_, err := tasks.DropMessage(ctx, f.db, f.spawned[0], 1) // its "fail"
+	_, err := tasks.DropMessage(ctx, f.db, f.spawned[0], 1, testdb.InboxDigest(t, f.db, f.spawned[0], 1)) // its "fail"
 	require.NoError(t, err)
 	require.Equal(t, 1, f.pollChildren(t)) // it waits for its message again
 	f.end(t, 1, "done")
@@ -245,7 +245,7 @@ func TestAwaitChildrenOfARestartedParent(t *testing.T) {
 	f.end(t, 0, "done") // told nobody: its parent has ended
 
 	require.NoError(t, tasks.Restart(ctx, f.db, parent))
-	_, err = tasks.DropMessage(ctx, f.db, parent, 1) // its "boom"
+	_, err = tasks.DropMessage(ctx, f.db, parent, 1, testdb.InboxDigest(t, f.db, parent, 1)) // its "boom"
 	require.NoError(t, err)
 	task, err := tasks.Get(ctx, f.db, parent)
 	require.NoError(t, err)

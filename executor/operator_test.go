@@ -206,7 +206,7 @@ func TestDropMessage(t *testing.T) {
 	for _, m := range []string{"a", "poison", "c"} {
 		require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, m))
 	}
-	msg, err := tasks.DropMessage(ctx, db, id, 2)
+	msg, err := tasks.DropMessage(ctx, db, id, 2, testdb.InboxDigest(t, db, id, 2))
 	require.NoError(t, err)
 	var env envelope.Envelope
 	require.NoError(t, json.Unmarshal(msg, &env))
@@ -219,19 +219,20 @@ func TestDropMessage(t *testing.T) {
 	r := requireOperatorEntry(t, db, id, "drop_message")
 	require.JSONEq(t, string(msg), string(r.Message))
 
-	_, err = tasks.DropMessage(ctx, db, id, 3)
+	_, err = tasks.DropMessage(ctx, db, id, 3, tasks.MessageDigest(nil))
 	require.ErrorIs(t, err, tasks.ErrNoMessage)
 	require.ErrorContains(t, err, "position 3: its inbox holds 2 message(s), at positions 1 to 2")
-	_, err = tasks.DropMessage(ctx, db, id, 0)
+	_, err = tasks.DropMessage(ctx, db, id, 0, tasks.MessageDigest(nil))
 	require.ErrorContains(t, err, "positions start at 1")
-	_, err = tasks.DropMessage(ctx, db, tasks.NewID(), 1)
+	_, err = tasks.DropMessage(ctx, db, tasks.NewID(), 1, tasks.MessageDigest(nil))
 	require.ErrorIs(t, err, tasks.ErrNotFound)
+	first := testdb.InboxDigest(t, db, id, 1)
 	require.NoError(t, tasks.Cancel(ctx, db, id))
-	_, err = tasks.DropMessage(ctx, db, id, 1)
+	_, err = tasks.DropMessage(ctx, db, id, 1, first)
 	require.ErrorIs(t, err, tasks.ErrEnded)
 	empty, err := tasks.Create(ctx, db, tasks.Spec{Type: "job"})
 	require.NoError(t, err)
-	_, err = tasks.DropMessage(ctx, db, empty, 1)
+	_, err = tasks.DropMessage(ctx, db, empty, 1, tasks.MessageDigest(nil))
 	require.ErrorContains(t, err, "its inbox is empty")
 }
 
@@ -252,7 +253,7 @@ func TestOperatorActionsRefuseARunningTask(t *testing.T) {
 		"retry":   func() error { return tasks.Retry(ctx, db, id) },
 		"reset":   func() error { return tasks.ResetFailures(ctx, db, id) },
 		"restart": func() error { return tasks.Restart(ctx, db, id) },
-		"drop":    func() error { _, err := tasks.DropMessage(ctx, db, id, 1); return err },
+		"drop":    func() error { _, err := tasks.DropMessage(ctx, db, id, 1, testdb.InboxDigest(t, db, id, 1)); return err },
 	} {
 		err := action()
 		require.ErrorIs(t, err, tasks.ErrRunning, name)
@@ -352,7 +353,7 @@ func TestOperatorRoleGrants(t *testing.T) {
 		CREATE ROLE `+fix+` NOLOGIN;
 		GRANT `+ops+` TO `+fix+`;
 		GRANT EXECUTE ON FUNCTION corotask.retry_task(uuid), corotask.reset_failures(uuid),
-			corotask.restart_task(uuid), corotask.drop_message(uuid, integer),
+			corotask.restart_task(uuid), corotask.drop_message(uuid, integer, text),
 			corotask.operator_send(uuid, uuid, jsonb, jsonb), corotask.cancel_task(uuid) TO `+fix+`;`)
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -381,7 +382,7 @@ func TestOperatorRoleGrants(t *testing.T) {
 	require.NoError(t, tasks.ResetFailures(ctx, fixer, id))
 	require.NoError(t, inbox.SendAsOperator(ctx, fixer, id, tasks.ID{}, "y"))
 	require.Equal(t, "send", lastEntry(t, admin, id).Action)
-	_, err = tasks.DropMessage(ctx, fixer, id, 1)
+	_, err = tasks.DropMessage(ctx, fixer, id, 1, testdb.InboxDigest(t, admin, id, 1))
 	require.NoError(t, err)
 	require.NoError(t, tasks.Cancel(ctx, fixer, id))
 	require.ErrorIs(t, tasks.Restart(ctx, fixer, id), tasks.ErrWrongStatus, "canceled, not failed: refused, not denied")

@@ -28,8 +28,7 @@ var (
 	// the error says which status it has.
 	ErrWrongStatus = dberr.WrongStatus
 	// ErrNoMessage: DropMessage named a position the task's inbox does not
-	// have, or one that holds another message than the one it expected
-	// (ExpectDigest).
+	// have, or one that holds another message than the digest it was given.
 	ErrNoMessage = dberr.NoMessage
 	// ErrParentCycle: a Spec names its own task as parent, or a task that
 	// comes later in the same CreateMany call, so that a task would be its

@@ -47,64 +47,34 @@ func Restart(ctx context.Context, db DB, id ID) error {
 }
 
 // DropMessage removes the message at position (1: the oldest) of the task's
-// inbox and returns it (an envelope, as Task.Inbox holds them); the task's
-// history keeps it. It acts on the stored inbox of a task no executor holds:
+// inbox, if it is still the one digest names (its MessageDigest, as
+// corotask show prints it), and returns it (an envelope, as Task.Inbox holds
+// them); the task's history keeps it. The check and the drop are one
+// statement, under the lock of the task's row: a poll that took messages
+// since the inbox was read moves the others up, and then the message at
+// position is another, which DropMessage refuses with ErrNoMessage,
+// dropping nothing. It acts on the stored inbox of a task no executor holds:
 // it fails with ErrRunning while a poll runs (whose commit counts inbox
 // positions), and with ErrNotFound, ErrEnded, or ErrNoMessage for a position
-// the inbox does not have.
-//
-// A position alone names whatever message is there when DropMessage runs:
-// a poll that took messages since the inbox was read moves the others up,
-// and another message would be lost. Pass ExpectDigest with the
-// MessageDigest of the message read at that position: when the message
-// there now is another, DropMessage fails with ErrNoMessage and drops
-// nothing. Without it, DropMessage drops whatever is at position, through
-// the SQL function corotask.drop_message(uuid, integer), as builds before
-// ExpectDigest did; with it, it calls corotask.drop_message(uuid, integer,
-// text), on which a role that drops messages needs EXECUTE too.
-func DropMessage(ctx context.Context, db DB, id ID, position int, opts ...DropOption) (json.RawMessage, error) {
+// the inbox does not have. It calls the SQL function
+// corotask.drop_message(uuid, integer, text), on which a role that drops
+// messages needs EXECUTE.
+func DropMessage(ctx context.Context, db DB, id ID, position int, digest string) (json.RawMessage, error) {
 	if position < 1 {
 		return nil, fmt.Errorf("drop message %d of task %s: %w: positions start at 1", position, id, ErrNoMessage)
 	}
 	if id.IsZero() {
 		return nil, fmt.Errorf("drop message: no task (zero id)")
 	}
-	var o dropOptions
-	for _, opt := range opts {
-		opt(&o)
+	if !validDigest(digest) {
+		return nil, fmt.Errorf("drop message %d of task %s: invalid digest %q: want the %d hex digits of MessageDigest",
+			position, id, digest, 2*digestBytes)
 	}
-	var (
-		msg json.RawMessage
-		err error
-	)
-	if o.digest != nil {
-		if !validDigest(*o.digest) {
-			return nil, fmt.Errorf("drop message %d of task %s: invalid digest %q: want the %d hex digits of MessageDigest",
-				position, id, *o.digest, 2*digestBytes)
-		}
-		err = db.QueryRow(ctx, `SELECT corotask.drop_message($1, $2, $3)`, id, position, *o.digest).Scan(&msg)
-	} else {
-		err = db.QueryRow(ctx, `SELECT corotask.drop_message($1, $2)`, id, position).Scan(&msg)
-	}
-	if err != nil {
+	var msg json.RawMessage
+	if err := db.QueryRow(ctx, `SELECT corotask.drop_message($1, $2, $3)`, id, position, digest).Scan(&msg); err != nil {
 		return nil, fmt.Errorf("drop message %d of task %s: %w", position, id, dberr.Translate(err))
 	}
 	return msg, nil
-}
-
-// DropOption configures DropMessage.
-type DropOption func(*dropOptions)
-
-type dropOptions struct {
-	digest *string
-}
-
-// ExpectDigest makes DropMessage drop the message at its position only if
-// it is the one digest names (its MessageDigest), and fail with ErrNoMessage
-// otherwise. The check and the drop are one statement, under the lock of
-// the task's row.
-func ExpectDigest(digest string) DropOption {
-	return func(o *dropOptions) { o.digest = &digest }
 }
 
 // digestBytes is how much of the SHA-256 a message digest keeps.

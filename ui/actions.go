@@ -67,7 +67,7 @@ func (h *Handler) actions() []action {
 					return err
 				}
 				pos, _ := dropPosition(r)
-				_, err = tasks.DropMessage(ctx, tx, id, pos, tasks.ExpectDigest(r.PostFormValue("message")))
+				_, err = tasks.DropMessage(ctx, tx, id, pos, r.PostFormValue("message"))
 				return err
 			})
 		}},

@@ -54,7 +54,7 @@ corotask drop-message 01JD7X3M5Q8R9S2T4V6W8Y0Z1A 1 --digest 5f1c0a9b2d3e4f506172
 				return usagef("invalid --digest %q: want the 24 hex digits 'corotask show' prints for the message", *digest)
 			}
 			return a.withConn(ctx, func(conn *pgx.Conn) error {
-				msg, err := tasks.DropMessage(ctx, conn, id, pos, tasks.ExpectDigest(*digest))
+				msg, err := tasks.DropMessage(ctx, conn, id, pos, *digest)
 				if err != nil {
 					if errors.Is(err, tasks.ErrNoMessage) {
 						return fmt.Errorf("%w (see 'corotask show %s')", taskError(err), id)

@@ -201,7 +201,7 @@ func TestStrictPoisonMessage(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, task.LastError, `message {"approve": "yes"} is not a decision`)
 
-	_, err = tasks.DropMessage(ctx, db, id, 1)
+	_, err = tasks.DropMessage(ctx, db, id, 1, testdb.InboxDigest(t, db, id, 1))
 	require.NoError(t, err)
 	require.NoError(t, tasks.ResetFailures(ctx, db, id))
 	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, json.RawMessage(`{"approve":true}`)))
