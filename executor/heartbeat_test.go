@@ -62,7 +62,7 @@ func TestHeartbeatsDoNotWaitForAnExhaustedPool(t *testing.T) {
 	for range 2 {
 		select {
 		case <-held:
-		case <-time.After(30 * time.Second):
+		case <-time.After(testdb.Patience):
 			t.Fatal("the pollers did not get the pool's connections")
 		}
 	}
@@ -133,7 +133,7 @@ func TestBlockedRenewalCancelsPollsAtTheTimeout(t *testing.T) {
 	case cause := <-causes:
 		require.True(t, errors.Is(cause, executor.ErrRenewTimeout), "cause: %v", cause)
 		require.Less(t, time.Since(locked), timeout+2*time.Second, "canceled at about the heartbeat timeout")
-	case <-time.After(20 * time.Second):
+	case <-time.After(testdb.Patience):
 		t.Fatal("the poll was not canceled while its renewal was blocked")
 	}
 	require.NoError(t, locker.Rollback(ctx))

@@ -179,7 +179,7 @@ func TestHooksReportRunHeartbeatsAndCancel(t *testing.T) {
 	rec := newRecorder()
 	cfg := fastConfig(t)
 	cfg.Hooks = rec
-	cfg.HeartbeatTimeout, cfg.HeartbeatInterval = 3*time.Second, 50*time.Millisecond
+	cfg.HeartbeatTimeout, cfg.HeartbeatInterval = testdb.LongHeartbeat, 50*time.Millisecond
 	e := executor.New(db, cfg)
 	entered := make(chan struct{})
 	executor.Register(e, "long", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
@@ -236,7 +236,8 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 	recA, recB := newRecorder(), newRecorder()
 
 	cfgA := fastConfig(t)
-	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 20*time.Second, 3*time.Second
+	// A's claims last an hour: only the test makes A's claim expire.
+	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = testdb.LongHeartbeat, 200*time.Millisecond
 	cfgA.Concurrency = 1
 	cfgA.Hooks = recA
 	a := executor.New(testdb.Pool(t, url), cfgA)
@@ -251,9 +252,6 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 	start(t, a)
 	<-aEntered
 
-	// A stalls: its claim expires (A's next renewal is seconds away).
-	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second' WHERE task_id = $1`, id)
-	require.NoError(t, err)
 	cfgB := fastConfig(t)
 	cfgB.Hooks = recB
 	b := executor.New(testdb.Pool(t, url), cfgB)
@@ -261,6 +259,8 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 		return executor.DoneWith("B"), nil
 	}))
 	start(t, b)
+	// A stalls: its claim expires, and B takes the task over.
+	expireUntilTakenOver(t, db, id)
 	waitStatus(t, db, id, tasks.StatusDone)
 	waitFor(t, "A's poll to settle", func() bool { return len(recA.results(id)) == 1 })
 	res := recA.results(id)[0]

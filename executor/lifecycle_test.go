@@ -313,7 +313,7 @@ func TestVacuumIfNeeded(t *testing.T) {
 		_, _ = db.Exec(ctx, "SELECT pg_stat_force_next_flush()")
 		require.NoError(t, db.QueryRow(ctx, "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = 'corotask.tasks'::regclass").Scan(&dead))
 		return dead >= 3000
-	}, 30*time.Second, 20*time.Millisecond)
+	}, testdb.Patience, 20*time.Millisecond)
 	done, err = e.VacuumIfNeeded(ctx)
 	require.NoError(t, err)
 	require.Equal(t, autovacuum == "off", done, "vacuums only when autovacuum is off")

@@ -159,7 +159,7 @@ func TestRunRenewsUntilCanceled(t *testing.T) {
 		db.mu.Lock()
 		defer db.mu.Unlock()
 		return db.queries >= 3
-	}, 10*time.Second, 5*time.Millisecond)
+	}, testdb.Patience, 5*time.Millisecond)
 	cancel()
 	require.NoError(t, <-done)
 }
@@ -193,7 +193,7 @@ func TestBlockedRenewalExpiresClaimsAtTheirTimeout(t *testing.T) {
 	case cause := <-causes:
 		require.ErrorIs(t, cause, executor.ErrRenewTimeout)
 		require.Less(t, time.Since(locked), timeout+time.Second, "reported at the claim's timeout")
-	case <-time.After(15 * time.Second):
+	case <-time.After(testdb.Patience):
 		t.Fatal("the claim was not reported expired while the renewal was blocked")
 	}
 	require.ErrorIs(t, <-renewed, context.DeadlineExceeded)

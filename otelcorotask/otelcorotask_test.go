@@ -325,11 +325,11 @@ func TestClaimTakenOverAndHeartbeatMetrics(t *testing.T) {
 		var left int
 		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks WHERE task_type = 'quick' AND done_at IS NULL`).Scan(&left))
 		return left == 0
-	}, 30*time.Second, 10*time.Millisecond)
+	}, testdb.Patience, 10*time.Millisecond)
 	require.Eventually(t, func() bool {
 		n, _ := counts[float64](t, telA.metrics(t)["corotask.heartbeat.duration"])
 		return n["outcome=ok"] >= 1
-	}, 30*time.Second, 10*time.Millisecond, "a renewal")
+	}, testdb.Patience, 10*time.Millisecond, "a renewal")
 
 	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second' WHERE task_id = $1`, job)
 	require.NoError(t, err)
@@ -342,12 +342,12 @@ func TestClaimTakenOverAndHeartbeatMetrics(t *testing.T) {
 	stopB := run(t, b)
 	require.Eventually(t, func() bool {
 		return sums(t, telA.metrics(t)["corotask.claims.lost"])["cause=taken_over,task.type=job"] == 1
-	}, 30*time.Second, 10*time.Millisecond, "A's claim lost")
+	}, testdb.Patience, 10*time.Millisecond, "A's claim lost")
 	require.Eventually(t, func() bool {
 		task, err := tasks.Get(ctx, db, job)
 		require.NoError(t, err)
 		return task.Status == tasks.StatusDone
-	}, 30*time.Second, 10*time.Millisecond, "B's poll committed")
+	}, testdb.Patience, 10*time.Millisecond, "B's poll committed")
 	stopA()
 	stopB()
 
@@ -391,7 +391,7 @@ func run(t *testing.T, e *executor.Executor) (stop func()) {
 		select {
 		case err := <-done:
 			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
+		case <-time.After(testdb.Patience):
 			t.Error("executor did not stop")
 		}
 	}
@@ -428,7 +428,7 @@ func TestEagerChildrenMetric(t *testing.T) {
 		p, err := tasks.Get(ctx, db, parent)
 		require.NoError(t, err)
 		return p.Status == tasks.StatusDone
-	}, 30*time.Second, 10*time.Millisecond)
+	}, testdb.Patience, 10*time.Millisecond)
 	stop()
 
 	m := tel.metrics(t)

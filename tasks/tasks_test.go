@@ -336,7 +336,7 @@ func waitForLockWait(t *testing.T, db tasks.DB) {
 		require.NoError(t, db.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
 		return n > 0
-	}, 30*time.Second, 5*time.Millisecond)
+	}, testdb.Patience, 5*time.Millisecond)
 }
 
 func TestZeroIDs(t *testing.T) {

@@ -91,7 +91,7 @@ func TestExecutors(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
-	require.Eventually(t, func() bool { return strings.Contains(c.ok("executors"), e.ID().String()) }, 30*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(c.ok("executors"), e.ID().String()) }, testdb.Patience, 10*time.Millisecond)
 	c.exec(`INSERT INTO corotask.executors (executor_id, host, pid, version, task_types, concurrency, expires_at)
 		VALUES (gen_random_uuid(), 'gone', 9, 'v0.0.1', '{old}', 4, now() - interval '1 minute')`)
 
