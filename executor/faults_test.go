@@ -228,7 +228,7 @@ func TestRenewalAndCommitDoNotDeadlock(t *testing.T) {
 		// An executor runs both tasks; a is committing: it holds a's row and
 		// is about to deliver a message to b, whose poll is still running.
 		app := fmt.Sprintf("corotask-test-renew-%d", round)
-		cfg := executor.Config{Concurrency: 2, HeartbeatTimeout: 30 * time.Second, HeartbeatInterval: 5 * time.Millisecond,
+		cfg := executor.Config{Concurrency: 2, HeartbeatTimeout: testdb.LongHeartbeat, HeartbeatInterval: 5 * time.Millisecond,
 			PollInterval: time.Hour, DisableListen: true, Logger: slog.New(logs)}
 		e := executor.New(namedPool(t, url, app), cfg)
 		entered := make(chan tasks.ID, 2)

@@ -321,6 +321,8 @@ func TestTakeBackIsNotAStorm(t *testing.T) {
 	cfg := fastConfig(t)
 	cfg.PollInterval = 50 * time.Millisecond
 	cfg.Logger = slog.New(countingHandler{logger(t).Handler(), "took back a task", &takeBacks})
+	rec := newRecorder()
+	cfg.Hooks = rec
 	e := executor.New(db, cfg)
 	entered, release := make(chan struct{}), make(chan struct{})
 	var polls atomic.Int32
@@ -343,7 +345,19 @@ func TestTakeBackIsNotAStorm(t *testing.T) {
 	require.NoError(t, err)
 	// Many searches for expired claims (one per PollInterval) while the old
 	// poll runs on: none takes the task.
-	<-time.After(30 * cfg.PollInterval)
+	staleSearches := func() int {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		n := 0
+		for _, c := range rec.claims {
+			if c.Stale && c.Err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	searched := staleSearches()
+	waitFor(t, "searches for expired claims", func() bool { return staleSearches() >= searched+30 })
 	after, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
 	require.Zero(t, takeBacks.Load())
