@@ -130,8 +130,12 @@ func attrs(s sdktrace.ReadOnlySpan) map[string]string {
 	return out
 }
 
+// config is the tests' executor configuration: quick to find work, with
+// claims that last an hour, so that a stall of a loaded machine never makes
+// one expire behind a test's back.
 func config() executor.Config {
-	return executor.Config{Concurrency: 8, PollInterval: 50 * time.Millisecond, ShutdownTimeout: 5 * time.Second, Logger: quiet()}
+	return executor.Config{Concurrency: 8, PollInterval: 50 * time.Millisecond, ShutdownTimeout: 5 * time.Second,
+		HeartbeatTimeout: testdb.LongHeartbeat, HeartbeatInterval: 10 * time.Second, Logger: quiet()}
 }
 
 // A workload of committed polls (spawning children, sending a message),
@@ -296,10 +300,10 @@ func TestClaimTakenOverAndHeartbeatMetrics(t *testing.T) {
 	telA, telB := newTelemetry(t, otelcorotask.Config{}), newTelemetry(t, otelcorotask.Config{})
 
 	cfgA := config()
-	// A renews every 2 seconds; its claim on job is expired by hand below,
-	// right after a renewal, as if A had stalled: B, which looks for expired
-	// claims every 50ms, takes it over long before A's next renewal.
-	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 20*time.Second, 2*time.Second
+	// A's claims last an hour, renewed often; its claim on job is expired by
+	// hand below, again after each of A's renewals, as if A had stalled,
+	// until B, which looks for expired claims every 50ms, takes it over.
+	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = testdb.LongHeartbeat, 200*time.Millisecond
 	cfgA.Hooks = telA.hooks
 	a := executor.New(testdb.Pool(t, url), cfgA)
 	aEntered := make(chan struct{})
@@ -331,8 +335,8 @@ func TestClaimTakenOverAndHeartbeatMetrics(t *testing.T) {
 		return n["outcome=ok"] >= 1
 	}, testdb.Patience, 10*time.Millisecond, "a renewal")
 
-	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second' WHERE task_id = $1`, job)
-	require.NoError(t, err)
+	var claimA [16]byte
+	require.NoError(t, db.QueryRow(ctx, `SELECT claim FROM corotask.tasks WHERE task_id = $1`, job).Scan(&claimA))
 	cfgB := config()
 	cfgB.Hooks = telB.hooks
 	b := executor.New(testdb.Pool(t, url), cfgB)
@@ -340,6 +344,12 @@ func TestClaimTakenOverAndHeartbeatMetrics(t *testing.T) {
 		return executor.DoneWith("B"), nil
 	}))
 	stopB := run(t, b)
+	require.Eventually(t, func() bool {
+		tag, err := db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second'
+			WHERE task_id = $1 AND claim = $2`, job, claimA)
+		require.NoError(t, err)
+		return tag.RowsAffected() == 0
+	}, testdb.Patience, 10*time.Millisecond, "B to take over A's expired claim")
 	require.Eventually(t, func() bool {
 		return sums(t, telA.metrics(t)["corotask.claims.lost"])["cause=taken_over,task.type=job"] == 1
 	}, testdb.Patience, 10*time.Millisecond, "A's claim lost")
