@@ -256,7 +256,7 @@ func TestCancelNotifiesRunningPolls(t *testing.T) {
 	require.NoError(t, err)
 
 	require.NoError(t, tasks.Cancel(ctx, db, id))
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, testdb.Patience)
 	defer cancel()
 	n, err := listener.WaitForNotification(wctx)
 	require.NoError(t, err)
@@ -359,7 +359,7 @@ func TestReadyTasksAreAnnounced(t *testing.T) {
 	_, err = listener.Exec(ctx, "LISTEN corotask_ready")
 	require.NoError(t, err)
 	next := func() string {
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, testdb.Patience)
 		defer cancel()
 		n, err := listener.WaitForNotification(wctx)
 		require.NoError(t, err)

@@ -12,7 +12,7 @@ import "time"
 // Tests that need a claim to stay valid give it a HeartbeatTimeout longer
 // than any stall (see LongHeartbeat), and make it expire on purpose, in the
 // row, when they need it expired.
-const Patience = 20 * time.Second
+const Patience = 3 * time.Minute
 
 // LongHeartbeat is a HeartbeatTimeout no stall of a loaded test machine
 // reaches: a claim that must stay valid while a test runs gets it, so that
