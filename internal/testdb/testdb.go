@@ -166,13 +166,13 @@ func ForExample() (*pgxpool.Pool, func()) {
 // function that drops it.
 func createDatabase(admin, template string) (string, func() error, error) {
 	name := testName(time.Now())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience)
 	defer cancel()
 	if err := execAdmin(ctx, admin, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, template)); err != nil {
 		return "", nil, fmt.Errorf("create database %s: %w", name, err)
 	}
 	drop := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), Patience)
 		defer cancel()
 		if err := execAdmin(ctx, admin, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
 			return fmt.Errorf("drop database %s: %w", name, err)
