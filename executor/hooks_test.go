@@ -263,6 +263,8 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 	expireUntilTakenOver(t, db, id)
 	waitStatus(t, db, id, tasks.StatusDone)
 	waitFor(t, "A's poll to settle", func() bool { return len(recA.results(id)) == 1 })
+	// The commit is seen before its PollDone is.
+	waitFor(t, "B's poll to settle", func() bool { return len(recB.results(id)) == 1 })
 	res := recA.results(id)[0]
 	require.Equal(t, executor.OutcomeClaimLost, res.Outcome)
 	require.ErrorIs(t, res.Err, executor.ErrClaimLost)
