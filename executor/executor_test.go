@@ -35,7 +35,6 @@ func logger(t testing.TB) *slog.Logger {
 	return testdb.Logger(t)
 }
 
-// fastConfig reacts quickly, for tests.
 // fastConfig is the tests' executor configuration: quick to find work, and
 // with claims that last an hour (renewed at the default pace), so that a
 // stall of a loaded machine never makes a claim expire behind a test's back.
@@ -540,9 +539,8 @@ func TestShutdownReleasesClaims(t *testing.T) {
 	db := testdb.Pool(t, url)
 	cfg := fastConfig(t)
 	cfg.ShutdownTimeout = 100 * time.Millisecond
-	// Claims that would last an hour: b polls the tasks only if a gave them
-	// back.
-	cfg.HeartbeatTimeout = testdb.LongHeartbeat
+	// a's claims would last an hour (fastConfig): b polls the tasks only if
+	// a gave them back.
 	a := executor.New(testdb.Pool(t, url), cfg)
 	var entered sync.WaitGroup
 	entered.Add(3)

@@ -66,17 +66,7 @@ func TestMixedHeartbeatTimeoutsAgree(t *testing.T) {
 	}))
 	start(t, b)
 	// B looks for stale claims several times: it must not take the task over.
-	waitFor(t, "B's searches for stale claims", func() bool {
-		recB.mu.Lock()
-		defer recB.mu.Unlock()
-		n := 0
-		for _, c := range recB.claims {
-			if c.Stale && c.Err == nil {
-				n++
-			}
-		}
-		return n >= 5
-	})
+	waitFor(t, "B's searches for stale claims", func() bool { return recB.staleSearches() >= 5 })
 	require.Zero(t, bPolls.Load())
 	close(release)
 	task := waitStatus(t, db, id, tasks.StatusDone)
@@ -345,19 +335,8 @@ func TestTakeBackIsNotAStorm(t *testing.T) {
 	require.NoError(t, err)
 	// Many searches for expired claims (one per PollInterval) while the old
 	// poll runs on: none takes the task.
-	staleSearches := func() int {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		n := 0
-		for _, c := range rec.claims {
-			if c.Stale && c.Err == nil {
-				n++
-			}
-		}
-		return n
-	}
-	searched := staleSearches()
-	waitFor(t, "searches for expired claims", func() bool { return staleSearches() >= searched+30 })
+	searched := rec.staleSearches()
+	waitFor(t, "searches for expired claims", func() bool { return rec.staleSearches() >= searched+30 })
 	after, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
 	require.Zero(t, takeBacks.Load())

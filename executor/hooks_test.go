@@ -71,6 +71,20 @@ func (r *recorder) results(id tasks.ID) []executor.PollResult {
 	return append([]executor.PollResult(nil), r.polls[id]...)
 }
 
+// staleSearches counts the successful claims that also looked for expired
+// claims.
+func (r *recorder) staleSearches() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.claims {
+		if c.Stale && c.Err == nil {
+			n++
+		}
+	}
+	return n
+}
+
 func (r *recorder) heartbeatCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
