@@ -148,6 +148,9 @@ func TestPollMetricsAndSpans(t *testing.T) {
 	tel := newTelemetry(t, otelcorotask.Config{DB: db, ReadyInterval: time.Hour})
 	cfg := config()
 	cfg.Hooks = tel.hooks
+	// A failed task waits an hour: however slowly the test runs, it is not
+	// ready again before the test says so.
+	cfg.BackoffMin, cfg.BackoffMax = time.Hour, time.Hour
 	e := executor.New(db, cfg)
 
 	sink, err := tasks.Create(ctx, db, tasks.Spec{Type: "sink", WakeAt: time.Now().Add(time.Hour)})
