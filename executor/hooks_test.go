@@ -101,6 +101,9 @@ func TestHooksReportEveryPoll(t *testing.T) {
 	rec := newRecorder()
 	cfg := fastConfig(t)
 	cfg.Hooks = rec
+	// A failed task waits an hour: however slowly the test runs, the second
+	// PollOnce finds only the tasks the test made ready.
+	cfg.BackoffMin, cfg.BackoffMax = time.Hour, time.Hour
 	e := executor.New(db, cfg)
 	sink, err := tasks.Create(ctx, db, tasks.Spec{Type: "sink", WakeAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
