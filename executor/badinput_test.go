@@ -316,7 +316,7 @@ func TestTaskTypeNoExecutorRegistered(t *testing.T) {
 		task, err := tasks.Get(ctx, db, known)
 		require.NoError(t, err)
 		return task.Status == tasks.StatusDone
-	}, 30*time.Second, 10*time.Millisecond)
+	}, testdb.Patience, 10*time.Millisecond)
 	stop()
 	require.NoError(t, <-done)
 

@@ -61,7 +61,7 @@ func TestChildrenOfALostReplyAreReleased(t *testing.T) {
 					require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 						WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting))
 					return waiting > 0
-				}, 30*time.Second, 10*time.Millisecond, "the release waits for the batch's lock on the parent")
+				}, testdb.Patience, 10*time.Millisecond, "the release waits for the batch's lock on the parent")
 				require.NoError(t, tx.Commit(ctx))
 			}
 			e.polls.Wait()

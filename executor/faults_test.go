@@ -88,7 +88,7 @@ func waitLockWait(t *testing.T, admin *pgxpool.Pool, app string) {
 		require.NoError(t, admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
 			WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&n))
 		return n > 0
-	}, 30*time.Second, 5*time.Millisecond, "waiting for %s to wait for a lock", app)
+	}, testdb.Patience, 5*time.Millisecond, "waiting for %s to wait for a lock", app)
 }
 
 // A poll whose commit finds its connection terminated (pg_terminate_backend,
@@ -228,7 +228,7 @@ func TestRenewalAndCommitDoNotDeadlock(t *testing.T) {
 		// An executor runs both tasks; a is committing: it holds a's row and
 		// is about to deliver a message to b, whose poll is still running.
 		app := fmt.Sprintf("corotask-test-renew-%d", round)
-		cfg := executor.Config{Concurrency: 2, HeartbeatTimeout: 30 * time.Second, HeartbeatInterval: 5 * time.Millisecond,
+		cfg := executor.Config{Concurrency: 2, HeartbeatTimeout: testdb.LongHeartbeat, HeartbeatInterval: 5 * time.Millisecond,
 			PollInterval: time.Hour, DisableListen: true, Logger: slog.New(logs)}
 		e := executor.New(namedPool(t, url, app), cfg)
 		entered := make(chan tasks.ID, 2)
@@ -257,7 +257,7 @@ func TestRenewalAndCommitDoNotDeadlock(t *testing.T) {
 			var hb time.Time
 			require.NoError(t, admin.QueryRow(ctx, "SELECT heartbeat FROM corotask.tasks WHERE task_id = $1", b).Scan(&hb))
 			return hb.After(locked)
-		}, 30*time.Second, 5*time.Millisecond, "b's claim is renewed while a is held")
+		}, testdb.Patience, 5*time.Millisecond, "b's claim is renewed while a is held")
 		var waiting int
 		require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&waiting))

@@ -31,8 +31,10 @@ func TestMixedHeartbeatTimeoutsAgree(t *testing.T) {
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
 
+	// A's claim lasts an hour, and A does not renew it while the test runs:
+	// its heartbeat only ages.
 	cfgA := fastConfig(t)
-	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 20*time.Second, 3*time.Second
+	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = testdb.LongHeartbeat, 20*time.Minute
 	a := executor.New(testdb.Pool(t, url), cfgA)
 	entered, release := make(chan struct{}), make(chan struct{})
 	executor.Register(a, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
@@ -45,8 +47,17 @@ func TestMixedHeartbeatTimeoutsAgree(t *testing.T) {
 	start(t, a)
 	<-entered
 
+	const bTimeout = 300 * time.Millisecond
+	waitFor(t, "A's heartbeat to look stale to B's own timeout", func() bool {
+		var old bool
+		require.NoError(t, db.QueryRow(ctx, `SELECT heartbeat < now() - make_interval(secs => $2) FROM corotask.tasks WHERE task_id = $1`,
+			id, bTimeout.Seconds()).Scan(&old))
+		return old
+	})
+	recB := newRecorder()
 	cfgB := fastConfig(t)
-	cfgB.HeartbeatTimeout = 300 * time.Millisecond
+	cfgB.HeartbeatTimeout, cfgB.HeartbeatInterval = bTimeout, bTimeout/3
+	cfgB.Hooks = recB
 	b := executor.New(testdb.Pool(t, url), cfgB)
 	var bPolls atomic.Int32
 	executor.Register(b, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
@@ -54,9 +65,9 @@ func TestMixedHeartbeatTimeoutsAgree(t *testing.T) {
 		return executor.DoneWith("B"), nil
 	}))
 	start(t, b)
-	// A renews every 3s; to B's own timeout, A's heartbeat looks stale after
-	// 300ms. B must not take the task over.
-	require.Never(t, func() bool { return bPolls.Load() > 0 }, 2*time.Second, 20*time.Millisecond)
+	// B looks for stale claims several times: it must not take the task over.
+	waitFor(t, "B's searches for stale claims", func() bool { return recB.staleSearches() >= 5 })
+	require.Zero(t, bPolls.Load())
 	close(release)
 	task := waitStatus(t, db, id, tasks.StatusDone)
 	require.JSONEq(t, `"A"`, string(task.Result))
@@ -76,15 +87,14 @@ func TestTakeoverOfAnExpiredClaimCountsAnAttempt(t *testing.T) {
 	require.NoError(t, err)
 
 	// Each executor polls with PollOnce, which renews no claim: a poll that
-	// never returns is, to the database, an executor that crashed.
+	// never returns is, to the database, an executor that crashed once its
+	// claim expires. The claims last an hour; the test expires each.
 	release := make(chan struct{})
 	var wg sync.WaitGroup
 	t.Cleanup(func() { close(release); wg.Wait() })
 	entered := make(chan struct{}, 10)
 	newExecutor := func() *executor.Executor {
-		cfg := fastConfig(t)
-		cfg.HeartbeatTimeout = 200 * time.Millisecond
-		e := executor.New(db, cfg)
+		e := executor.New(db, fastConfig(t))
 		executor.Register(e, "job", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
 			entered <- struct{}{}
 			<-release
@@ -92,10 +102,11 @@ func TestTakeoverOfAnExpiredClaimCountsAnAttempt(t *testing.T) {
 		}), executor.MaxFailures(3))
 		return e
 	}
-	expired := func() bool {
-		var ok bool
-		require.NoError(t, db.QueryRow(ctx, `SELECT claim_expires_at < now() FROM corotask.tasks WHERE task_id = $1`, child).Scan(&ok))
-		return ok
+	expire := func() {
+		tag, err := db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second'
+			WHERE task_id = $1 AND claim_expires_at > now()`, child)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, tag.RowsAffected(), "the claim was valid")
 	}
 	for i := range 3 {
 		wg.Add(1)
@@ -108,7 +119,7 @@ func TestTakeoverOfAnExpiredClaimCountsAnAttempt(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tasks.StatusRunning, task.Status)
 		require.Equal(t, i, task.Failures, "takeovers so far")
-		waitFor(t, "the claim to expire", expired)
+		expire()
 	}
 	// The third takeover reaches MaxFailures: the task fails without a poll.
 	n, err := newExecutor().PollOnce(ctx)
@@ -300,6 +311,8 @@ func TestTakeBackIsNotAStorm(t *testing.T) {
 	cfg := fastConfig(t)
 	cfg.PollInterval = 50 * time.Millisecond
 	cfg.Logger = slog.New(countingHandler{logger(t).Handler(), "took back a task", &takeBacks})
+	rec := newRecorder()
+	cfg.Hooks = rec
 	e := executor.New(db, cfg)
 	entered, release := make(chan struct{}), make(chan struct{})
 	var polls atomic.Int32
@@ -322,7 +335,8 @@ func TestTakeBackIsNotAStorm(t *testing.T) {
 	require.NoError(t, err)
 	// Many searches for expired claims (one per PollInterval) while the old
 	// poll runs on: none takes the task.
-	<-time.After(30 * cfg.PollInterval)
+	searched := rec.staleSearches()
+	waitFor(t, "searches for expired claims", func() bool { return rec.staleSearches() >= searched+30 })
 	after, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
 	require.Zero(t, takeBacks.Load())

@@ -383,7 +383,8 @@ func TestExecutorRegistration(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	cfg := fastConfig(t)
-	cfg.HeartbeatTimeout = 900 * time.Millisecond
+	// Refreshed often; alive for hours without one, however slow the machine.
+	cfg.HeartbeatTimeout, cfg.HeartbeatInterval = testdb.LongHeartbeat, 300*time.Millisecond
 	e := executor.New(db, cfg)
 	release := make(chan struct{})
 	executor.Register(e, "b.job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {

@@ -71,6 +71,20 @@ func (r *recorder) results(id tasks.ID) []executor.PollResult {
 	return append([]executor.PollResult(nil), r.polls[id]...)
 }
 
+// staleSearches counts the successful claims that also looked for expired
+// claims.
+func (r *recorder) staleSearches() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.claims {
+		if c.Stale && c.Err == nil {
+			n++
+		}
+	}
+	return n
+}
+
 func (r *recorder) heartbeatCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -87,6 +101,9 @@ func TestHooksReportEveryPoll(t *testing.T) {
 	rec := newRecorder()
 	cfg := fastConfig(t)
 	cfg.Hooks = rec
+	// A failed task waits an hour: however slowly the test runs, the second
+	// PollOnce finds only the tasks the test made ready.
+	cfg.BackoffMin, cfg.BackoffMax = time.Hour, time.Hour
 	e := executor.New(db, cfg)
 	sink, err := tasks.Create(ctx, db, tasks.Spec{Type: "sink", WakeAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
@@ -179,7 +196,7 @@ func TestHooksReportRunHeartbeatsAndCancel(t *testing.T) {
 	rec := newRecorder()
 	cfg := fastConfig(t)
 	cfg.Hooks = rec
-	cfg.HeartbeatTimeout, cfg.HeartbeatInterval = 3*time.Second, 50*time.Millisecond
+	cfg.HeartbeatTimeout, cfg.HeartbeatInterval = testdb.LongHeartbeat, 50*time.Millisecond
 	e := executor.New(db, cfg)
 	entered := make(chan struct{})
 	executor.Register(e, "long", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
@@ -236,7 +253,8 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 	recA, recB := newRecorder(), newRecorder()
 
 	cfgA := fastConfig(t)
-	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 20*time.Second, 3*time.Second
+	// A's claims last an hour: only the test makes A's claim expire.
+	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = testdb.LongHeartbeat, 200*time.Millisecond
 	cfgA.Concurrency = 1
 	cfgA.Hooks = recA
 	a := executor.New(testdb.Pool(t, url), cfgA)
@@ -251,9 +269,6 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 	start(t, a)
 	<-aEntered
 
-	// A stalls: its claim expires (A's next renewal is seconds away).
-	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second' WHERE task_id = $1`, id)
-	require.NoError(t, err)
 	cfgB := fastConfig(t)
 	cfgB.Hooks = recB
 	b := executor.New(testdb.Pool(t, url), cfgB)
@@ -261,8 +276,12 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 		return executor.DoneWith("B"), nil
 	}))
 	start(t, b)
+	// A stalls: its claim expires, and B takes the task over.
+	expireUntilTakenOver(t, db, id)
 	waitStatus(t, db, id, tasks.StatusDone)
 	waitFor(t, "A's poll to settle", func() bool { return len(recA.results(id)) == 1 })
+	// The commit is seen before its PollDone is.
+	waitFor(t, "B's poll to settle", func() bool { return len(recB.results(id)) == 1 })
 	res := recA.results(id)[0]
 	require.Equal(t, executor.OutcomeClaimLost, res.Outcome)
 	require.ErrorIs(t, res.Err, executor.ErrClaimLost)

@@ -34,9 +34,7 @@ func TestCrashBetweenClaimAndCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "during the dead poll"))
 
-	cfg := fastConfig(t)
-	cfg.HeartbeatTimeout = 10 * time.Second
-	e := executor.New(db, cfg)
+	e := executor.New(db, fastConfig(t))
 	var got []string
 	executor.Register(e, "job", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 		for {
@@ -267,7 +265,7 @@ func TestSleepWakesOnTime(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	cfg := fastConfig(t)
-	cfg.PollInterval = time.Minute // the executor must wake at wake_at, not at its fallback poll
+	cfg.PollInterval = time.Hour // the executor must wake at wake_at, not at its fallback poll
 	e := executor.New(db, cfg)
 	executor.Register(e, "sleeper", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		t.State++
@@ -285,7 +283,6 @@ func TestSleepWakesOnTime(t *testing.T) {
 	start(t, e)
 	waitStatus(t, db, id, tasks.StatusDone)
 	require.GreaterOrEqual(t, time.Since(began), 400*time.Millisecond)
-	require.Less(t, time.Since(began), 30*time.Second)
 }
 
 func TestVacuumIfNeeded(t *testing.T) {
@@ -313,7 +310,7 @@ func TestVacuumIfNeeded(t *testing.T) {
 		_, _ = db.Exec(ctx, "SELECT pg_stat_force_next_flush()")
 		require.NoError(t, db.QueryRow(ctx, "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = 'corotask.tasks'::regclass").Scan(&dead))
 		return dead >= 3000
-	}, 30*time.Second, 20*time.Millisecond)
+	}, testdb.Patience, 20*time.Millisecond)
 	done, err = e.VacuumIfNeeded(ctx)
 	require.NoError(t, err)
 	require.Equal(t, autovacuum == "off", done, "vacuums only when autovacuum is off")

@@ -156,7 +156,7 @@ func TestChildResultOfTheWrongType(t *testing.T) {
 		task, err := tasks.Get(ctx, db, parent)
 		require.NoError(t, err)
 		return task.Status == tasks.StatusDone
-	}, 30*time.Second, time.Millisecond)
+	}, testdb.Patience, time.Millisecond)
 	require.Len(t, got, 1)
 	m := got[0]
 	require.True(t, m.Done)

@@ -159,7 +159,11 @@ func TestOnCommitOnAnAbortedTransactionFailsThePoll(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	cfg := fastConfig(t)
+	// Backed off for an hour: the test sees the first failure, however
+	// slowly it looks.
+	cfg.BackoffMin, cfg.BackoffMax = time.Hour, time.Hour
+	e := executor.New(db, cfg)
 	var onCommits atomic.Int32
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		t.OnCommit(func(ctx context.Context, tx pgx.Tx) error {

@@ -70,17 +70,19 @@ func TestRenewAllClaimsInOneStatement(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := &countingDB{DB: testdb.New(t)}
-	k := heartbeat.New(db, heartbeat.Config{Timeout: time.Minute})
+	k := heartbeat.New(db, heartbeat.Config{Timeout: testdb.LongHeartbeat})
 	claims := claim(t, db.DB, 500)
 	for _, c := range claims {
 		k.Add(c, time.Now(), func(cause error) { t.Errorf("claim %s lost: %v", c.Task, cause) })
 	}
 	require.Equal(t, 500, k.Len())
+	var before time.Time
+	require.NoError(t, db.DB.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&before))
 	require.NoError(t, k.Renew(ctx))
 	require.Equal(t, 1, db.queries, "one statement for all claims")
 
 	var fresh int
-	require.NoError(t, db.DB.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks WHERE heartbeat > now() - interval '10 seconds'`).Scan(&fresh))
+	require.NoError(t, db.DB.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks WHERE heartbeat > $1`, before).Scan(&fresh))
 	require.Equal(t, 500, fresh)
 
 	for _, c := range claims {
@@ -94,7 +96,7 @@ func TestLostClaimIsReportedAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	k := heartbeat.New(db, heartbeat.Config{Timeout: time.Minute})
+	k := heartbeat.New(db, heartbeat.Config{Timeout: testdb.LongHeartbeat})
 	claims := claim(t, db, 2)
 	causes := make(chan error, 2)
 	k.Add(claims[0], time.Now(), func(cause error) { causes <- cause })
@@ -121,11 +123,11 @@ func TestUnrenewableClaimExpires(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := &countingDB{DB: testdb.New(t)}
-	k := heartbeat.New(db, heartbeat.Config{Timeout: time.Second})
+	k := heartbeat.New(db, heartbeat.Config{Timeout: testdb.LongHeartbeat})
 	claims := claim(t, db.DB, 2)
 	causes := make(chan error, 2)
 	// One claim was made long ago, the other just now.
-	k.Add(claims[0], time.Now().Add(-time.Hour), func(cause error) { causes <- cause })
+	k.Add(claims[0], time.Now().Add(-2*testdb.LongHeartbeat), func(cause error) { causes <- cause })
 	k.Add(claims[1], time.Now(), func(cause error) { t.Errorf("young claim expired: %v", cause) })
 
 	db.mu.Lock()
@@ -146,10 +148,9 @@ func TestUnrenewableClaimExpires(t *testing.T) {
 func TestRunRenewsUntilCanceled(t *testing.T) {
 	t.Parallel()
 	db := &countingDB{DB: testdb.New(t)}
-	// A timeout of a few hundred milliseconds: a renewal slower than the
-	// timeout (a loaded machine, -race) would expire the claim and end the
-	// renewals this test counts.
-	k := heartbeat.New(db, heartbeat.Config{Timeout: 300 * time.Millisecond})
+	// Frequent renewals of a claim that lasts an hour: however slow a
+	// renewal (a loaded machine, -race), the claim does not expire.
+	k := heartbeat.New(db, heartbeat.Config{Timeout: testdb.LongHeartbeat, Interval: 10 * time.Millisecond})
 	c := claim(t, db.DB, 1)[0]
 	k.Add(c, time.Now(), func(cause error) { t.Errorf("lost: %v", cause) })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -159,7 +160,7 @@ func TestRunRenewsUntilCanceled(t *testing.T) {
 		db.mu.Lock()
 		defer db.mu.Unlock()
 		return db.queries >= 3
-	}, 10*time.Second, 5*time.Millisecond)
+	}, testdb.Patience, 5*time.Millisecond)
 	cancel()
 	require.NoError(t, <-done)
 }
@@ -172,12 +173,15 @@ func TestBlockedRenewalExpiresClaimsAtTheirTimeout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	const timeout = 2 * time.Second
+	// The first claim expires in a second, the second in an hour (a stall
+	// of the machine does not expire it too). Were the renewal given longer
+	// than the first claim's timeout (the interval, twenty minutes), the
+	// test would time out.
+	const timeout = testdb.LongHeartbeat
 	k := heartbeat.New(db, heartbeat.Config{Timeout: timeout})
 	claims := claim(t, db, 2)
 	causes := make(chan error, 2)
-	// The first claim expires in a second, the second in two.
-	k.Add(claims[0], time.Now().Add(-timeout/2), func(cause error) { causes <- cause })
+	k.Add(claims[0], time.Now().Add(-timeout+time.Second), func(cause error) { causes <- cause })
 	k.Add(claims[1], time.Now(), func(cause error) { t.Errorf("young claim expired: %v", cause) })
 
 	locker, err := db.Begin(ctx)
@@ -185,15 +189,14 @@ func TestBlockedRenewalExpiresClaimsAtTheirTimeout(t *testing.T) {
 	defer locker.Rollback(ctx) //nolint:errcheck
 	_, err = locker.Exec(ctx, `LOCK TABLE corotask.tasks IN ACCESS EXCLUSIVE MODE`)
 	require.NoError(t, err)
-	locked := time.Now()
 
 	renewed := make(chan error, 1)
 	go func() { renewed <- k.Renew(ctx) }()
 	select {
 	case cause := <-causes:
+		// Reported while the lock is still held: at the claim's timeout.
 		require.ErrorIs(t, cause, executor.ErrRenewTimeout)
-		require.Less(t, time.Since(locked), timeout+time.Second, "reported at the claim's timeout")
-	case <-time.After(15 * time.Second):
+	case <-time.After(testdb.Patience):
 		t.Fatal("the claim was not reported expired while the renewal was blocked")
 	}
 	require.ErrorIs(t, <-renewed, context.DeadlineExceeded)
@@ -220,7 +223,7 @@ func TestDedicatedConnection(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 
-	k := heartbeat.NewDedicated(heartbeat.ConnectLike(pool), heartbeat.Config{Timeout: 5 * time.Second})
+	k := heartbeat.NewDedicated(heartbeat.ConnectLike(pool), heartbeat.Config{Timeout: testdb.LongHeartbeat})
 	t.Cleanup(k.Close)
 	c := claim(t, admin, 1)[0]
 	k.Add(c, time.Now(), func(cause error) { t.Errorf("lost: %v", cause) })

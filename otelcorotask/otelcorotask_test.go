@@ -130,8 +130,12 @@ func attrs(s sdktrace.ReadOnlySpan) map[string]string {
 	return out
 }
 
+// config is the tests' executor configuration: quick to find work, with
+// claims that last an hour, so that a stall of a loaded machine never makes
+// one expire behind a test's back.
 func config() executor.Config {
-	return executor.Config{Concurrency: 8, PollInterval: 50 * time.Millisecond, ShutdownTimeout: 5 * time.Second, Logger: quiet()}
+	return executor.Config{Concurrency: 8, PollInterval: 50 * time.Millisecond, ShutdownTimeout: 5 * time.Second,
+		HeartbeatTimeout: testdb.LongHeartbeat, HeartbeatInterval: 10 * time.Second, Logger: quiet()}
 }
 
 // A workload of committed polls (spawning children, sending a message),
@@ -144,6 +148,9 @@ func TestPollMetricsAndSpans(t *testing.T) {
 	tel := newTelemetry(t, otelcorotask.Config{DB: db, ReadyInterval: time.Hour})
 	cfg := config()
 	cfg.Hooks = tel.hooks
+	// A failed task waits an hour: however slowly the test runs, it is not
+	// ready again before the test says so.
+	cfg.BackoffMin, cfg.BackoffMax = time.Hour, time.Hour
 	e := executor.New(db, cfg)
 
 	sink, err := tasks.Create(ctx, db, tasks.Spec{Type: "sink", WakeAt: time.Now().Add(time.Hour)})
@@ -229,7 +236,7 @@ func TestPollMetricsAndSpans(t *testing.T) {
 	require.Equal(t, map[string]int64{"task.type=orphan": 3, "task.type=parent": 1, "task.type=sink": 1,
 		"task.type=kid": 0, "task.type=fails": 0, "task.type=panics": 0}, ready)
 	age := gauge[float64](t, m["corotask.tasks.ready.oldest_age"])
-	require.InDelta(t, 3600, age["task.type=orphan"], 60)
+	requireAge(t, time.Hour, age["task.type=orphan"])
 	require.Zero(t, age["task.type=kid"])
 	// Collections within ReadyInterval do not query again.
 	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "orphan", WakeAt: time.Now().Add(-time.Hour)})
@@ -296,10 +303,10 @@ func TestClaimTakenOverAndHeartbeatMetrics(t *testing.T) {
 	telA, telB := newTelemetry(t, otelcorotask.Config{}), newTelemetry(t, otelcorotask.Config{})
 
 	cfgA := config()
-	// A renews every 2 seconds; its claim on job is expired by hand below,
-	// right after a renewal, as if A had stalled: B, which looks for expired
-	// claims every 50ms, takes it over long before A's next renewal.
-	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = 20*time.Second, 2*time.Second
+	// A's claims last an hour, renewed often; its claim on job is expired by
+	// hand below, again after each of A's renewals, as if A had stalled,
+	// until B, which looks for expired claims every 50ms, takes it over.
+	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = testdb.LongHeartbeat, 200*time.Millisecond
 	cfgA.Hooks = telA.hooks
 	a := executor.New(testdb.Pool(t, url), cfgA)
 	aEntered := make(chan struct{})
@@ -325,14 +332,14 @@ func TestClaimTakenOverAndHeartbeatMetrics(t *testing.T) {
 		var left int
 		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks WHERE task_type = 'quick' AND done_at IS NULL`).Scan(&left))
 		return left == 0
-	}, 30*time.Second, 10*time.Millisecond)
+	}, testdb.Patience, 10*time.Millisecond)
 	require.Eventually(t, func() bool {
 		n, _ := counts[float64](t, telA.metrics(t)["corotask.heartbeat.duration"])
 		return n["outcome=ok"] >= 1
-	}, 30*time.Second, 10*time.Millisecond, "a renewal")
+	}, testdb.Patience, 10*time.Millisecond, "a renewal")
 
-	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second' WHERE task_id = $1`, job)
-	require.NoError(t, err)
+	var claimA [16]byte
+	require.NoError(t, db.QueryRow(ctx, `SELECT claim FROM corotask.tasks WHERE task_id = $1`, job).Scan(&claimA))
 	cfgB := config()
 	cfgB.Hooks = telB.hooks
 	b := executor.New(testdb.Pool(t, url), cfgB)
@@ -341,13 +348,19 @@ func TestClaimTakenOverAndHeartbeatMetrics(t *testing.T) {
 	}))
 	stopB := run(t, b)
 	require.Eventually(t, func() bool {
+		tag, err := db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second'
+			WHERE task_id = $1 AND claim = $2`, job, claimA)
+		require.NoError(t, err)
+		return tag.RowsAffected() == 0
+	}, testdb.Patience, 10*time.Millisecond, "B to take over A's expired claim")
+	require.Eventually(t, func() bool {
 		return sums(t, telA.metrics(t)["corotask.claims.lost"])["cause=taken_over,task.type=job"] == 1
-	}, 30*time.Second, 10*time.Millisecond, "A's claim lost")
+	}, testdb.Patience, 10*time.Millisecond, "A's claim lost")
 	require.Eventually(t, func() bool {
 		task, err := tasks.Get(ctx, db, job)
 		require.NoError(t, err)
 		return task.Status == tasks.StatusDone
-	}, 30*time.Second, 10*time.Millisecond, "B's poll committed")
+	}, testdb.Patience, 10*time.Millisecond, "B's poll committed")
 	stopA()
 	stopB()
 
@@ -391,7 +404,7 @@ func run(t *testing.T, e *executor.Executor) (stop func()) {
 		select {
 		case err := <-done:
 			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
+		case <-time.After(testdb.Patience):
 			t.Error("executor did not stop")
 		}
 	}
@@ -428,7 +441,7 @@ func TestEagerChildrenMetric(t *testing.T) {
 		p, err := tasks.Get(ctx, db, parent)
 		require.NoError(t, err)
 		return p.Status == tasks.StatusDone
-	}, 30*time.Second, 10*time.Millisecond)
+	}, testdb.Patience, 10*time.Millisecond)
 	stop()
 
 	m := tel.metrics(t)
@@ -482,5 +495,14 @@ func TestReadyGaugesAreBounded(t *testing.T) {
 	require.NoError(t, err)
 	m = h2.metrics(t)
 	require.Equal(t, map[string]int64{"task.type=orphan": 2}, gauge[int64](t, m["corotask.tasks.ready"]))
-	require.InDelta(t, 3*3600, gauge[float64](t, m["corotask.tasks.ready.oldest_age"])["task.type=orphan"], 60)
+	requireAge(t, 3*time.Hour, gauge[float64](t, m["corotask.tasks.ready.oldest_age"])["task.type=orphan"])
+}
+
+// requireAge checks an age in seconds, read at least want after its start:
+// at least want (a second less, for rounding), and not more than the
+// longest a test waits on top.
+func requireAge(t *testing.T, want time.Duration, got float64) {
+	t.Helper()
+	require.GreaterOrEqual(t, got, (want - time.Second).Seconds())
+	require.Less(t, got, (want + testdb.Patience).Seconds())
 }

@@ -256,7 +256,7 @@ func TestCancelNotifiesRunningPolls(t *testing.T) {
 	require.NoError(t, err)
 
 	require.NoError(t, tasks.Cancel(ctx, db, id))
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, testdb.Patience)
 	defer cancel()
 	n, err := listener.WaitForNotification(wctx)
 	require.NoError(t, err)
@@ -336,7 +336,7 @@ func waitForLockWait(t *testing.T, db tasks.DB) {
 		require.NoError(t, db.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
 		return n > 0
-	}, 30*time.Second, 5*time.Millisecond)
+	}, testdb.Patience, 5*time.Millisecond)
 }
 
 func TestZeroIDs(t *testing.T) {
@@ -359,7 +359,7 @@ func TestReadyTasksAreAnnounced(t *testing.T) {
 	_, err = listener.Exec(ctx, "LISTEN corotask_ready")
 	require.NoError(t, err)
 	next := func() string {
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, testdb.Patience)
 		defer cancel()
 		n, err := listener.WaitForNotification(wctx)
 		require.NoError(t, err)

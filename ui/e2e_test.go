@@ -104,7 +104,7 @@ func browser(t *testing.T) context.Context {
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelBrowser := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*testdb.Patience) // the whole browser session
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancelBrowser()
@@ -228,7 +228,7 @@ func TestBrowser(t *testing.T) {
 	// no context to evaluate in).
 	until := func(expr string) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			ctx, cancel := context.WithTimeout(ctx, testdb.Patience)
 			defer cancel()
 			tick := time.NewTicker(50 * time.Millisecond)
 			defer tick.Stop()

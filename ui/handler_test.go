@@ -44,7 +44,7 @@ func newServer(t *testing.T, cfg ui.Config) *server {
 // client does not follow redirects, so that tests see them.
 var client = &http.Client{
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	Timeout:       30 * time.Second,
+	Timeout:       testdb.Patience,
 }
 
 // get returns the status and body of a page.
@@ -554,7 +554,7 @@ func TestLiveUpdatesFollowTheTask(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ui.Config{RefreshInterval: 50 * time.Millisecond})
 	id := s.create(tasks.Spec{Type: "w"})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testdb.Patience)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.srv.URL+"/live/tasks/"+id.String(), nil)
 	require.NoError(t, err)
@@ -593,7 +593,7 @@ func TestLiveUpdatesOfEveryPage(t *testing.T) {
 		"/live/tasks/" + id.String() + "/tree":  id.String(),
 		"/live/tasks/" + tasks.NewID().String(): "task not found",
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testdb.Patience)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.srv.URL+path, nil)
 		require.NoError(t, err)
 		resp, err := http.DefaultClient.Do(req)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/internal/testdb"
 )
 
 // syncBuffer is a strings.Builder that a running command writes to while the
@@ -46,7 +48,7 @@ func startUI(t *testing.T, env map[string]string, args ...string) string {
 		select {
 		case c := <-code:
 			require.Equal(t, exitOK, c, "stderr: %s", stderr.String())
-		case <-time.After(30 * time.Second):
+		case <-time.After(testdb.Patience):
 			t.Error("corotask ui did not stop")
 		}
 	})
@@ -58,7 +60,7 @@ func startUI(t *testing.T, env map[string]string, args ...string) string {
 			url = m[1]
 		}
 		return m != nil
-	}, 30*time.Second, 10*time.Millisecond, "stderr: %s", stderr.String())
+	}, testdb.Patience, 10*time.Millisecond, "stderr: %s", stderr.String())
 	return url
 }
 

@@ -61,7 +61,7 @@ func (l *lines) Write(p []byte) (int, error) {
 func (l *lines) waitFor(t *testing.T, from int, re string) (int, []string) {
 	t.Helper()
 	rx := regexp.MustCompile(re)
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(testdb.Patience)
 	for {
 		l.mu.Lock()
 		for i := from; i < len(l.all); i++ {
@@ -104,7 +104,7 @@ func start(t *testing.T, cfg config) *session {
 		cancel()
 		select {
 		case <-s.done:
-		case <-time.After(30 * time.Second):
+		case <-time.After(testdb.Patience):
 			t.Error("the program did not stop")
 		}
 	})
@@ -118,7 +118,7 @@ func (s *session) wait(t *testing.T) string {
 	case err := <-s.done:
 		require.NoError(t, err)
 		s.done <- nil // for the cleanup
-	case <-time.After(30 * time.Second):
+	case <-time.After(testdb.Patience):
 		t.Fatalf("the program did not end; output:\n%s", s.out)
 	}
 	return s.out.String()
@@ -196,7 +196,7 @@ func TestStrictPoisonMessage(t *testing.T) {
 		task, err := tasks.Get(ctx, db, id)
 		require.NoError(t, err)
 		return task.Status == tasks.StatusRetrying
-	}, 30*time.Second, 10*time.Millisecond)
+	}, testdb.Patience, 10*time.Millisecond)
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
 	require.Contains(t, task.LastError, `message {"approve": "yes"} is not a decision`)

@@ -49,7 +49,7 @@ func createdAt(name string) (time.Time, bool) {
 // abandoned returns the test databases of the server at admin that are older
 // than sweepAge at now and have no connection.
 func abandoned(ctx context.Context, admin string, now time.Time) ([]string, error) {
-	conn, err := pgx.Connect(ctx, admin)
+	conn, err := connect(ctx, admin)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func markUsed(ctx context.Context, conn *pgx.Conn, name string) error {
 // that template and sharedDatabase take, so none is dropped while a process
 // looks it up. Those without a mark (made before marks existed) are kept.
 func sweepUnused(ctx context.Context, admin string, now time.Time) error {
-	conn, err := pgx.Connect(ctx, admin)
+	conn, err := connect(ctx, admin)
 	if err != nil {
 		return err
 	}

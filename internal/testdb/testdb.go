@@ -166,13 +166,13 @@ func ForExample() (*pgxpool.Pool, func()) {
 // function that drops it.
 func createDatabase(admin, template string) (string, func() error, error) {
 	name := testName(time.Now())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience)
 	defer cancel()
 	if err := execAdmin(ctx, admin, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, template)); err != nil {
 		return "", nil, fmt.Errorf("create database %s: %w", name, err)
 	}
 	drop := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), Patience)
 		defer cancel()
 		if err := execAdmin(ctx, admin, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
 			return fmt.Errorf("drop database %s: %w", name, err)
@@ -231,7 +231,7 @@ func template(admin string) (string, error) {
 		if _, err := conn.Exec(ctx, "CREATE DATABASE "+building); err != nil {
 			return err
 		}
-		tc, err := pgx.Connect(ctx, onDatabase(admin, building))
+		tc, err := connect(ctx, onDatabase(admin, building))
 		if err != nil {
 			return err
 		}
@@ -248,7 +248,7 @@ func template(admin string) (string, error) {
 func lastingDatabase(admin, name string, build func(ctx context.Context, conn *pgx.Conn, building string) error) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, admin)
+	conn, err := connect(ctx, admin)
 	if err != nil {
 		return "", fmt.Errorf("connect: %w", err)
 	}
@@ -304,7 +304,7 @@ func migrationsHash() (string, error) {
 }
 
 func execAdmin(ctx context.Context, admin, stmt string) error {
-	conn, err := pgx.Connect(ctx, admin)
+	conn, err := connect(ctx, admin)
 	if err != nil {
 		return err
 	}

@@ -36,14 +36,14 @@ func Tx(t testing.TB) pgx.Tx {
 	if err != nil {
 		t.Fatalf("testdb: shared database: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience)
 	defer cancel()
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatalf("testdb: begin: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), Patience)
 		defer cancel()
 		if err := tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
 			t.Errorf("testdb: roll back: %v", err)
