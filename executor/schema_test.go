@@ -53,7 +53,7 @@ func runUntilError(t *testing.T, e *executor.Executor) error {
 	case err := <-done:
 		require.Error(t, err, "Run returned nil")
 		return err
-	case <-time.After(time.Minute):
+	case <-time.After(testdb.Patience):
 		t.Fatal("Run did not return by itself")
 		return nil
 	}
@@ -261,7 +261,7 @@ func TestExecutorChecksTheSchemaAgainAfterReconnecting(t *testing.T) {
 	ctx := context.Background()
 	db, id := schemaDB(t)
 	cfg := fastConfig(t)
-	cfg.HeartbeatTimeout = 3 * time.Second
+	cfg.HeartbeatInterval = 100 * time.Millisecond // renewals soon; the claim lasts an hour
 	cfg.ShutdownTimeout = time.Second
 	e := executor.New(db, cfg)
 	polling := make(chan struct{}, 1)
@@ -275,7 +275,11 @@ func TestExecutorChecksTheSchemaAgainAfterReconnecting(t *testing.T) {
 	}))
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
-	<-polling
+	select {
+	case <-polling:
+	case err := <-done:
+		t.Fatalf("Run returned before polling: %v", err)
+	}
 	waitFor(t, "a renewal of the claim", func() bool {
 		var renewed bool
 		require.NoError(t, db.QueryRow(ctx, `SELECT heartbeat > claimed_at FROM corotask.tasks WHERE task_id = $1`, id).Scan(&renewed))
@@ -291,7 +295,7 @@ func TestExecutorChecksTheSchemaAgainAfterReconnecting(t *testing.T) {
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, corosql.ErrSchemaBehind)
-	case <-time.After(time.Minute):
+	case <-time.After(testdb.Patience):
 		t.Fatal("Run did not stop")
 	}
 }
