@@ -253,7 +253,10 @@ func TestOperatorActionsRefuseARunningTask(t *testing.T) {
 		"retry":   func() error { return tasks.Retry(ctx, db, id) },
 		"reset":   func() error { return tasks.ResetFailures(ctx, db, id) },
 		"restart": func() error { return tasks.Restart(ctx, db, id) },
-		"drop":    func() error { _, err := tasks.DropMessage(ctx, db, id, 1, testdb.InboxDigest(t, db, id, 1)); return err },
+		"drop": func() error {
+			_, err := tasks.DropMessage(ctx, db, id, 1, testdb.InboxDigest(t, db, id, 1))
+			return err
+		},
 	} {
 		err := action()
 		require.ErrorIs(t, err, tasks.ErrRunning, name)
