@@ -13,6 +13,7 @@ import (
 
 	"github.com/corotask/corotask/heartbeat"
 	"github.com/corotask/corotask/internal/cause"
+	"github.com/corotask/corotask/internal/dberr"
 	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/tasks"
 )
@@ -294,14 +295,33 @@ func (e *Executor) Run(ctx context.Context) error {
 }
 
 // startChecked checks the schema as Run starts, after any fault an earlier
-// Run or PollOnce left.
+// Run or PollOnce left. A database that cannot be reached yet (restarting,
+// failing over, behind a pooler whose logins fail) is waited for, as the
+// claim loop waits for it later: a process started during an outage is not
+// an error. A schema that does not fit, or any other answer, is returned.
 func (e *Executor) startChecked(ctx context.Context) error {
 	select {
 	case <-e.schema.faults:
 	default:
 	}
 	e.schema.faulted.Store(false)
-	return e.checkSchema(ctx, e.pool)
+	for attempt := 1; ; attempt++ {
+		err := e.checkSchema(ctx, e.pool)
+		if err == nil || ctx.Err() != nil || !dberr.Unreachable(err) {
+			return err
+		}
+		d := backoff(100*time.Millisecond, 5*time.Second, attempt)
+		if attempt == 1 {
+			e.log.Warn("corotask: cannot reach the database to check its schema; waiting for it", "error", err)
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // checkQueryExecMode refuses pools whose queries do not learn their

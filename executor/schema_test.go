@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -311,4 +313,42 @@ func TestRunStoppedBeforeItStartsReturnsNil(t *testing.T) {
 	cancel()
 	require.NoError(t, e.Run(ctx))
 	require.Zero(t, polls.Load())
+}
+
+// A Run started while the database cannot be reached (a restart, a
+// failover, a pooler whose logins to the server fail) waits for it, as the
+// claim loop would, instead of failing at once: it says so once, and
+// returns nil when its context ends, having claimed nothing.
+func TestRunWaitsForAnUnreachableDatabase(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close()) // nothing listens there now
+	pool, err := pgxpool.New(context.Background(), "postgres://postgres@"+addr+"/postgres")
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	cfg := fastConfig(t)
+	rec := newLineRecorder(cfg.Logger.Handler())
+	cfg.Logger = slog.New(rec)
+	e := executor.New(pool, cfg)
+	polls := countingPoller(e)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	deadline := time.After(testdb.Patience)
+	for len(rec.matching("cannot reach the database to check its schema")) == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned instead of waiting for the database: %v", err)
+		case <-deadline:
+			t.Fatal("Run did not say that it waits for the database")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel()
+	require.NoError(t, <-done)
+	require.Zero(t, polls.Load())
+	require.Len(t, rec.matching("cannot reach the database to check its schema"), 1, "said once")
 }
