@@ -157,16 +157,7 @@ func TestFaults(t *testing.T) {
 		restartEvery = min(max(duration/3, 5*time.Second), 30*time.Second)
 	}
 
-	var url string
-	var restart func(context.Context, bool) error
-	ok := false
-	if !*flagShared {
-		url, restart, ok = cluster(t)
-	}
-	if !ok {
-		t.Log("faults: no private cluster (no PostgreSQL binaries, or -faults.shared-db): using the shared server, without restarts")
-		url = testdb.URL(t)
-	}
+	url, restart := faultsDatabase(t)
 
 	dir := *flagDir
 	if dir == "" {
@@ -300,4 +291,19 @@ func TestCheckFindsViolations(t *testing.T) {
 	l, err = faults.Check(ctx, clean)
 	require.NoError(t, err)
 	require.Empty(t, l.Violations())
+}
+
+// faultsDatabase returns the database a fault run uses, and how to restart
+// its server: a private cluster of the run's own, or, without PostgreSQL
+// binaries or with -faults.shared-db, a database on the shared server, which
+// is never restarted (restart is then nil).
+func faultsDatabase(t *testing.T) (url string, restart func(context.Context, bool) error) {
+	t.Helper()
+	if !*flagShared {
+		if url, restart, ok := cluster(t); ok {
+			return url, restart
+		}
+	}
+	t.Log("faults: no private cluster (no PostgreSQL binaries, or -faults.shared-db): using the shared server, without restarts")
+	return testdb.URL(t), nil
 }

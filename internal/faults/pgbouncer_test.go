@@ -12,7 +12,6 @@ import (
 
 	"github.com/corotask/corotask/internal/faults"
 	"github.com/corotask/corotask/internal/pgbouncer"
-	"github.com/corotask/corotask/internal/testdb"
 )
 
 // TestFaultsBehindPgBouncer runs the short run of TestFaults with the
@@ -29,16 +28,7 @@ func TestFaultsBehindPgBouncer(t *testing.T) {
 	ctx := context.Background()
 	duration := 10 * time.Second
 
-	var url string
-	var restart func(context.Context, bool) error
-	ok := false
-	if !*flagShared {
-		url, restart, ok = cluster(t)
-	}
-	if !ok {
-		t.Log("faults: no private cluster (no PostgreSQL binaries, or -faults.shared-db): using the shared server, without restarts")
-		url = testdb.URL(t)
-	}
+	url, restart := faultsDatabase(t)
 	through := pgbouncer.Start(t, url, pgbouncer.Options{PoolSize: 20})
 
 	dir := *flagDir
