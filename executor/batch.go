@@ -32,7 +32,7 @@ const committers = 3
 // transaction, a statement_timeout) must not hold up every other poll.
 const slowCommit = 50 * time.Millisecond
 
-const commitSQL = `SELECT polled, superseded FROM corotask.commit_polls($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
+const commitSQL = `SELECT polled, superseded FROM corotask.commit_polls($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`
 
 // committedAs is what became of a poll's outcome at its commit.
 type committedAs uint8
@@ -213,6 +213,8 @@ func (e *Executor) commitArgs(batch []*pendingCommit) ([]any, error) {
 		claims  = make([]pgtype.UUID, n)
 		states  = make([][]byte, n)
 		taken   = make([]int32, n)
+		popFrom = make([]*int64, n)
+		popTo   = make([]*int64, n)
 		actions = make([]string, n)
 		sleeps  = make([]float64, n)
 		ats     = make([]*time.Time, n)
@@ -230,6 +232,9 @@ func (e *Executor) commitArgs(batch []*pendingCommit) ([]any, error) {
 		ids[i], claims[i], history[i] = c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, p.history
 		parents[i] = pgtype.UUID{Bytes: c.parent, Valid: !c.parent.IsZero()}
 		states[i], taken[i], actions[i] = out.state, int32(out.taken), out.action.sqlName()
+		if out.taken > 0 {
+			popFrom[i], popTo[i] = &batch[i].out.popFrom, &batch[i].out.popTo
+		}
 		sleeps[i], results[i] = out.action.sleep.Seconds(), out.result
 		if out.action.kind == actUntil {
 			ats[i] = &batch[i].out.action.at
@@ -258,5 +263,6 @@ func (e *Executor) commitArgs(batch []*pendingCommit) ([]any, error) {
 		effects[i] = b
 	}
 	return []any{ids, claims, states, taken, actions, sleeps, ats, results, effects, history,
-		e.cfg.HistoryKeepFirst, e.cfg.HistoryKeepLast, parents, claimedBy, e.cfg.HeartbeatTimeout.Seconds()}, nil
+		e.cfg.HistoryKeepFirst, e.cfg.HistoryKeepLast, parents, claimedBy, e.cfg.HeartbeatTimeout.Seconds(),
+		popFrom, popTo}, nil
 }

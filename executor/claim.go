@@ -18,7 +18,8 @@ type claimRequest struct {
 	open   []string // types without a concurrency cap
 	capped []string // types with a cap and free slots ...
 	caps   []int32  // ... and how many each may take
-	all    []string // every type with a free slot (for stale claims)
+	all    []string // every type with a free slot (for stale claims) ...
+	window []int32  // ... and how many messages a poll of each is shown
 	stale  bool     // look for stale claims too ...
 	// ... but not of the tasks this executor is polling: a poll that
 	// ignores its context after its claim expired would have its task
@@ -52,16 +53,17 @@ func (e *Executor) request() claimRequest {
 		return claimRequest{}
 	}
 	for typ, h := range e.handlers {
-		limit := h.options().concurrency
+		opts := h.options()
+		limit := opts.concurrency
 		if limit == 0 {
 			r.open = append(r.open, string(typ))
-			r.all = append(r.all, string(typ))
+			r.all, r.window = append(r.all, string(typ)), append(r.window, int32(opts.window()))
 			continue
 		}
 		if free := limit - e.perType[typ] - e.waitingPerType[typ]; free > 0 {
 			r.capped = append(r.capped, string(typ))
 			r.caps = append(r.caps, int32(min(free, r.total)))
-			r.all = append(r.all, string(typ))
+			r.all, r.window = append(r.all, string(typ)), append(r.window, int32(opts.window()))
 		}
 	}
 	if len(r.all) == 0 {
@@ -95,7 +97,7 @@ func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	b.Queue("BEGIN")
 	b.Queue(genericPlan)
 	b.Queue(claimSQL[req.stale], req.open, req.total, req.capped, req.caps,
-		e.cfg.HeartbeatTimeout.Seconds(), req.all, e.id, req.polling)
+		e.cfg.HeartbeatTimeout.Seconds(), req.all, e.id, req.polling, req.window)
 	b.Queue("COMMIT")
 	br := e.pool.SendBatch(ctx, b)
 	out, takenOver, next, err := readClaim(br, at)
@@ -168,7 +170,8 @@ func readClaim(br pgx.BatchResults, at time.Time) (out []*claimed, takenOver []b
 			stale    *bool
 			wake     *time.Time
 		)
-		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &token, &failures, &attempt, &stale, &wake, &c.trace); err != nil {
+		var more *bool
+		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &c.seqs, &more, &token, &failures, &attempt, &stale, &wake, &c.trace); err != nil {
 			return nil, nil, time.Time{}, err
 		}
 		if typ == nil {
@@ -178,6 +181,7 @@ func readClaim(br pgx.BatchResults, at time.Time) (out []*claimed, takenOver []b
 			continue
 		}
 		c.id, c.typ, c.claim, c.failures, c.attempt, c.claimedAt, c.takenOver = id, tasks.Type(*typ), token.Bytes, int(*failures), int(*attempt), at, *stale
+		c.more = more != nil && *more
 		out, takenOver = append(out, &c), append(takenOver, *stale)
 	}
 	rows.Close()
@@ -221,7 +225,9 @@ const genericPlan = "SELECT set_config('plan_cache_mode', 'force_generic_plan', 
 // whose claim expired (their executor died or stalled), but for the tasks $8
 // this executor is polling, each capped type still within its free slots. A claimed task gets a fresh claim token that
 // expires in $5 seconds unless renewed, and any inbox_next a dead poll left
-// joins its inbox; a task taken over from an expired claim has that attempt
+// joins its inbox; the claim returns the window of its inbox the poll is
+// shown (at most $9's entry for its type: see corotask.inbox_window), and
+// whether more messages wait. A task taken over from an expired claim has that attempt
 // counted as a failure. The claim raises the task's attempt number and
 // records the claiming executor ($7) and the time; it returns the task's
 // trace context, for the poll's span to link to. The last row (task_id NULL) carries the earliest
@@ -330,20 +336,26 @@ WITH open_quota AS (
         heartbeat = now(),
         claim_expires_at = now() + make_interval(secs => $5),
         claim = gen_random_uuid(),
-        inbox = t.inbox || t.inbox_next,
-        inbox_next = '{}',
+        inbox_len = t.inbox_len + t.inbox_next_len,
+        inbox_next_len = 0,
+        next_wakes = false,
         failures = t.failures + CASE WHEN t.claim IS NULL THEN 0 ELSE 1 END,
         last_error = CASE WHEN t.claim IS NULL THEN t.last_error ELSE '` + takeoverError + `' END,
         attempts = t.attempts + 1,
         claimed_by = $7,
         claimed_at = now()
     WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
-    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.inbox, t.claim, t.failures, t.attempts, t.trace
+    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.claim, t.failures, t.attempts, t.trace,
+        t.msg_popped, t.msg_seq, t.inbox_len
 )%s
-SELECT task_id, task_type, parent_id, inner_state, inbox, claim, failures, attempts,
-       task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz, trace FROM claimed
+SELECT c.task_id, c.task_type, c.parent_id, c.inner_state, w.envelopes, w.seqs, w.more, c.claim, c.failures, c.attempts,
+       c.task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz, c.trace
+FROM claimed c
+LEFT JOIN unnest($6::text[], $9::int[]) AS q(typ, n) ON q.typ = c.task_type
+CROSS JOIN LATERAL corotask.inbox_window(c.task_id, c.msg_popped,
+    CASE WHEN c.inbox_len > 0 THEN c.msg_seq ELSE c.msg_popped END, coalesce(q.n, 100)) AS w
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
     SELECT min(n.wake_at) FROM unnest($6::text[]) AS q(typ)
     CROSS JOIN LATERAL (
         SELECT wake_at FROM corotask.tasks

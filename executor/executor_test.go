@@ -356,7 +356,7 @@ func TestCommitWithStaleClaimChangesNothing(t *testing.T) {
 	rows, err := db.Query(ctx, `SELECT corotask.commit_polls(ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['"A"'::jsonb], ARRAY[1], ARRAY['done'],
 		ARRAY[NULL::float8], ARRAY[NULL::timestamptz], ARRAY['"A"'::jsonb],
 		ARRAY[jsonb_build_object('spawn', jsonb_build_array(jsonb_build_object('id', $3::uuid, 'type', 'kid')))],
-		ARRAY[1::smallint], 20, 100)`, id, first, child)
+		ARRAY[1::smallint], 20, 100, ARRAY[NULL::uuid], NULL, NULL, ARRAY[NULL::bigint], ARRAY[NULL::bigint])`, id, first, child)
 	require.NoError(t, err)
 	require.False(t, rows.Next(), "nothing committed")
 	rows.Close()

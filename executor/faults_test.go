@@ -262,8 +262,7 @@ func TestRenewalAndCommitDoNotDeadlock(t *testing.T) {
 		require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&waiting))
 		require.Zero(t, waiting, "a renewal waits for a lock")
-		_, err = committer.Exec(ctx, `UPDATE corotask.tasks SET inbox_next = inbox_next || '{"from":null,"body":1}'::jsonb
-			WHERE task_id = $1`, b)
+		_, err = committer.Exec(ctx, `SELECT corotask.send_to_task($1, NULL, '1')`, b)
 		require.NoError(t, err, "the renewal must not hold b while it waits for a")
 		require.NoError(t, committer.Commit(ctx))
 

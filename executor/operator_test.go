@@ -352,7 +352,7 @@ func TestOperatorRoleGrants(t *testing.T) {
 	_, err := admin.Exec(ctx, `
 		CREATE ROLE `+ops+` NOLOGIN;
 		GRANT USAGE ON SCHEMA corotask TO `+ops+`;
-		GRANT SELECT ON corotask.tasks, corotask.history, corotask.executors TO `+ops+`;
+		GRANT SELECT ON corotask.tasks, corotask.messages, corotask.history, corotask.executors TO `+ops+`;
 		CREATE ROLE `+fix+` NOLOGIN;
 		GRANT `+ops+` TO `+fix+`;
 		GRANT EXECUTE ON FUNCTION corotask.retry_task(uuid), corotask.reset_failures(uuid),

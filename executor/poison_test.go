@@ -44,8 +44,7 @@ func TestPoisonMessageIsDeliveredInOrder(t *testing.T) {
 	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "not an order"))
 	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, order{N: 2}))
 	// An envelope written by hand in SQL that is not one, last.
-	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET inbox = inbox || '42'::jsonb WHERE task_id = $1`, id)
-	require.NoError(t, err)
+	testdb.AppendRaw(t, db, id, "42")
 
 	n, err := e.PollOnce(ctx)
 	require.NoError(t, err)

@@ -46,7 +46,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	_, err := admin.Exec(ctx, `
 		CREATE ROLE `+worker+` NOLOGIN;
 		GRANT USAGE ON SCHEMA corotask TO `+worker+`;
-		GRANT SELECT, INSERT, UPDATE, DELETE ON corotask.tasks, corotask.history, corotask.executors TO `+worker+`;
+		GRANT SELECT, INSERT, UPDATE, DELETE ON corotask.tasks, corotask.messages, corotask.history, corotask.executors TO `+worker+`;
 		GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA corotask TO `+worker+`;
 		CREATE ROLE `+sender+` NOLOGIN;
 		GRANT USAGE ON SCHEMA corotask TO `+sender+`;

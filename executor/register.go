@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,7 +25,21 @@ type typeOptions struct {
 	backoffMin, backoffMax time.Duration
 	noHistory              bool
 	snapshots              bool
+	// inboxWindow is how many messages a poll is shown at most; 0 means
+	// DefaultInboxWindow.
+	inboxWindow int
 }
+
+// DefaultInboxWindow is how many messages of its inbox a poll is shown when
+// its type sets no InboxWindow.
+const DefaultInboxWindow = 100
+
+// MaxInboxWindow is the largest InboxWindow: a window's messages travel in
+// the claim's reply and are decoded before the poll starts.
+const MaxInboxWindow = 100_000
+
+// window is how many messages a poll of the type is shown at most.
+func (o typeOptions) window() int { return cmp.Or(o.inboxWindow, DefaultInboxWindow) }
 
 // history is how the type's polls are recorded in corotask.history: 0 not
 // at all, 1 a row per poll, 2 a row with the state.
@@ -62,6 +77,15 @@ func SnapshotState(on bool) Option { return func(o *typeOptions) { o.snapshots =
 // consecutive failed polls. The default, 0, retries for ever with backoff.
 func MaxFailures(n int) Option { return func(o *typeOptions) { o.maxFailures = n } }
 
+// InboxWindow bounds how many messages of its inbox a poll of the type is
+// shown: the oldest n (default DefaultInboxWindow, at most MaxInboxWindow).
+// When more wait, Task.Inbox.More reports it; a poll that pops every
+// message it was shown is then polled again at once, whatever it returned
+// (see Yield), and so on until the backlog is read. A task with a large
+// backlog thus costs a bounded claim and poll each time, and its messages
+// are read in order, a window at a time.
+func InboxWindow(n int) Option { return func(o *typeOptions) { o.inboxWindow = n } }
+
 // MaxConcurrency caps how many tasks of the type this executor polls at once.
 // The default, 0, is only bounded by Config.Concurrency.
 func MaxConcurrency(n int) Option { return func(o *typeOptions) { o.concurrency = n } }
@@ -96,6 +120,10 @@ func RegisterSafely[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts 
 	if o.maxFailures < 0 || o.concurrency < 0 {
 		return Handle[S, M]{}, fmt.Errorf("register %s: MaxFailures and MaxConcurrency must not be negative", typ)
 	}
+	if o.inboxWindow < 0 || o.inboxWindow > MaxInboxWindow {
+		return Handle[S, M]{}, fmt.Errorf("register %s: InboxWindow(%d): must be between 1 and %d (0: the default, %d)",
+			typ, o.inboxWindow, MaxInboxWindow, DefaultInboxWindow)
+	}
 	if o.backoffMin < 0 || o.backoffMax < 0 || o.backoffMin > o.backoffMax {
 		return Handle[S, M]{}, fmt.Errorf("register %s: Backoff(%s, %s): min and max must not be negative, and min must not exceed max", typ, o.backoffMin, o.backoffMax)
 	}
@@ -121,7 +149,9 @@ type claimed struct {
 	typ      tasks.Type
 	parent   tasks.ID
 	state    []byte
-	inbox    [][]byte
+	inbox    [][]byte // the window of its inbox the claim read, oldest first ...
+	seqs     []int64  // ... each message's seq ...
+	more     bool     // ... and whether more messages wait after them
 	claim    [16]byte
 	failures int
 	attempt  int // the task's attempt number this claim holds
@@ -135,11 +165,14 @@ type claimed struct {
 
 // outcome is what a poll produced, ready to commit.
 type outcome struct {
-	err    error // the poll failed: nothing below is committed
-	state  []byte
-	taken  int
-	action Action
-	result []byte
+	err   error // the poll failed: nothing below is committed
+	state []byte
+	taken int
+	// popFrom and popTo are the seqs of the first and last message popped
+	// (when taken > 0).
+	popFrom, popTo int64
+	action         Action
+	result         []byte
 	effects
 	// trace is the poll's trace context (tasks.TraceFrom of its context),
 	// kept with the children it spawns and the messages it sends.
@@ -196,7 +229,7 @@ func (h *typed[S, M]) poll(ctx context.Context, c *claimed) (out *outcome) {
 	} else {
 		act, err = h.p.Poll(ctx, t)
 	}
-	return h.encode(t, &act, err, len(c.inbox))
+	return h.encode(t, &act, err, c)
 }
 
 // recoverPoll turns a panic in a poll into its failed outcome.
@@ -217,16 +250,21 @@ func (h *typed[S, M]) decode(c *claimed) (t *Task[S, M], out *outcome) {
 			return nil, &outcome{err: fmt.Errorf("task %s: state does not decode into %T: %w", c.id, t.State, err)}
 		}
 	}
-	t.Inbox = inbox.Of(envelope.Decode[M](c.id, c.inbox)...)
+	msgs := envelope.Decode[M](c.id, c.inbox)
+	if c.more {
+		t.Inbox = inbox.Partial(msgs...)
+	} else {
+		t.Inbox = inbox.Of(msgs...)
+	}
 	return t, nil
 }
 
-// encode turns what the poller returned into the outcome to commit.
-// claimedLen is the length of the inbox the poll was given: what it popped
-// leaves the stored inbox when it commits.
+// encode turns what the poller returned into the outcome to commit. What
+// the poll popped of the window c holds leaves the stored inbox when it
+// commits.
 //
 //go:noinline
-func (h *typed[S, M]) encode(t *Task[S, M], act *Action, err error, claimedLen int) *outcome {
+func (h *typed[S, M]) encode(t *Task[S, M], act *Action, err error, c *claimed) *outcome {
 	if err != nil {
 		return &outcome{err: err}
 	}
@@ -234,7 +272,26 @@ func (h *typed[S, M]) encode(t *Task[S, M], act *Action, err error, claimedLen i
 	if eff == nil {
 		eff = &effects{}
 	}
-	return finish(t.ID, act, t.State, claimedLen-t.Inbox.Len(), eff)
+	out := finish(t.ID, act, t.State, len(c.inbox)-t.Inbox.Len(), eff)
+	if out.err == nil {
+		out.readOn(c)
+	}
+	return out
+}
+
+// readOn makes a poll that popped every message of its window, while more
+// wait after it, a Yield: the task is polled again at once, with the next
+// window, whatever the poll returned. A Done would otherwise end the task
+// with messages it was never shown; a Suspend would sleep with messages
+// waiting. A poll that left messages of its window unpopped chose to: its
+// action stands. It also notes which messages the poll popped.
+func (out *outcome) readOn(c *claimed) {
+	if out.taken > 0 {
+		out.popFrom, out.popTo = c.seqs[0], c.seqs[out.taken-1]
+	}
+	if c.more && out.taken == len(c.inbox) && out.action.kind != actYield {
+		out.action, out.result = Yield(), nil
+	}
 }
 
 // finish validates and encodes what a successful poll asked for.

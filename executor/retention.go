@@ -27,7 +27,8 @@ func (e *Executor) retain(ctx context.Context) {
 // batches, and returns how many it deleted. Run calls it every
 // RetentionInterval; it is exported for operators' scripts and tests.
 //
-// A task's history is deleted with it, in the same statement.
+// A task's history and the messages left in its inbox are deleted with it,
+// in the same statement.
 //
 // A task's record stays while it has children (of any status): leaves go
 // first, their parents at a later pass. Cancel then always reaches every live
@@ -48,6 +49,8 @@ func (e *Executor) DeleteExpired(ctx context.Context) (int, error) {
 			RETURNING task_id
 		), history AS (
 			DELETE FROM corotask.history h USING deleted d WHERE h.task_id = d.task_id
+		), messages AS (
+			DELETE FROM corotask.messages m USING deleted d WHERE m.task_id = d.task_id
 		)
 		SELECT count(*) FROM deleted`, e.cfg.Retention.Seconds(), retentionBatch).Scan(&n)
 		if err != nil {

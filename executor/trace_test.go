@@ -111,7 +111,7 @@ func TestTraceContextsReachThePolls(t *testing.T) {
 	// The child and the message carry the parent's poll's trace context.
 	require.Equal(t, pollTrace(parent), storedTrace(t, db, child))
 	var env []byte
-	require.NoError(t, db.QueryRow(ctx, `SELECT inbox[1] FROM corotask.tasks WHERE task_id = $1`, sink).Scan(&env))
+	require.NoError(t, db.QueryRow(ctx, `SELECT envelope FROM corotask.messages WHERE task_id = $1 ORDER BY seq LIMIT 1`, sink).Scan(&env))
 	var envelope struct {
 		Trace map[string]string `json:"trace"`
 	}
@@ -166,11 +166,10 @@ func TestNoTraceStoredWithoutTracing(t *testing.T) {
 	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE trace IS NOT NULL), count(*) FROM corotask.tasks`).Scan(&traced, &tasksN))
 	require.Zero(t, traced)
 	require.Equal(t, 4, tasksN, "sink, parent, other and the child")
-	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE e ? 'trace') FROM corotask.tasks t,
-		unnest(t.inbox || t.inbox_next) AS e`).Scan(&envelopes))
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE envelope ? 'trace') FROM corotask.messages`).Scan(&envelopes))
 	require.Zero(t, envelopes)
 	var total int
-	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks t, unnest(t.inbox || t.inbox_next) AS e`).Scan(&total))
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.messages`).Scan(&total))
 	require.Equal(t, 4, total, "the parent's two (left in its inbox), the child's first and the sink's")
 }
 

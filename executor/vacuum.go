@@ -9,14 +9,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// vacuumInterval is how often an executor checks whether corotask.tasks and
-// corotask.history need vacuuming (only when the server's autovacuum is off).
+// vacuumInterval is how often an executor checks whether corotask's tables
+// need vacuuming (only when the server's autovacuum is off).
 const vacuumInterval = 10 * time.Second
 
 // vacuumLockKey serializes vacuuming between executors ("corovac").
 const vacuumLockKey = 0x636f726f766163
 
-// vacuum keeps corotask.tasks and corotask.history from bloating on servers
+// vacuum keeps corotask's tables from bloating on servers
 // whose autovacuum is off: every claim and commit leaves a dead row version
 // and dead index entries behind, and claims slow down as they scan past
 // them; retention and the cap on each task's history delete history rows.
@@ -38,11 +38,13 @@ func (e *Executor) vacuum(ctx context.Context) {
 	})
 }
 
-// vacuumed are the tables VacuumIfNeeded looks after: the tasks, and their
-// history, whose rows retention and the per-task cap delete.
-var vacuumed = []string{"corotask.tasks", "corotask.history"}
+// vacuumed are the tables VacuumIfNeeded looks after: the tasks, their
+// history, whose rows retention and the per-task cap delete, and their
+// messages, deleted as polls pop them.
+var vacuumed = []string{"corotask.tasks", "corotask.history", "corotask.messages"}
 
-// VacuumIfNeeded vacuums corotask.tasks and corotask.history when the
+// VacuumIfNeeded vacuums corotask.tasks, corotask.history and
+// corotask.messages when the
 // server's autovacuum is off and dead rows make up more than a tenth of the
 // table (and at least 1,000), and reports whether it vacuumed either. At
 // most one executor vacuums at a time. Run calls it every 10 seconds unless

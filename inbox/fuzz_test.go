@@ -110,7 +110,8 @@ func FuzzSendThenDecode(f *testing.F) {
 			require.ErrorContains(t, inbox.Send(ctx, db, to, from, json.RawMessage(body)), "invalid JSON")
 			return
 		}
-		_, err := db.Exec(ctx, `UPDATE corotask.tasks SET inbox = '{}' WHERE task_id = $1`, to)
+		_, err := db.Exec(ctx, `WITH emptied AS (DELETE FROM corotask.messages WHERE task_id = $1)
+			UPDATE corotask.tasks SET inbox_len = 0, msg_popped = msg_seq WHERE task_id = $1`, to)
 		require.NoError(t, err)
 		if err := inbox.Send(ctx, db, to, from, json.RawMessage(body)); err != nil {
 			// PostgreSQL refuses some valid JSON (\u0000, numbers out of range):

@@ -12,46 +12,6 @@ import (
 	"github.com/corotask/corotask/tasks"
 )
 
-// commit_polls as executors of the previous functions release call it,
-// without the parents of the polled tasks, looks them up: a child that ends
-// still tells its parent, which counts it as ended.
-func TestCommitPollsWithoutParents(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := testdb.New(t)
-	parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "p"})
-	require.NoError(t, err)
-	child, err := tasks.Create(ctx, db, tasks.Spec{Type: "c", Parent: parent})
-	require.NoError(t, err)
-	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET wake_at = NULL WHERE task_id = $1`, parent)
-	require.NoError(t, err)
-	claim := testdb.Claim(t, db, child, 1)
-
-	var polled tasks.ID
-	var superseded bool
-	require.NoError(t, db.QueryRow(ctx, `SELECT polled, superseded FROM corotask.commit_polls(
-		ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['null'::jsonb], ARRAY[0], ARRAY['done'], ARRAY[0::float8],
-		ARRAY[NULL::timestamptz], ARRAY['7'::jsonb], ARRAY[NULL::jsonb], ARRAY[1::smallint], 20, 100)`,
-		child, claim).Scan(&polled, &superseded))
-	require.Equal(t, child, polled)
-	require.False(t, superseded)
-
-	p, err := tasks.Get(ctx, db, parent)
-	require.NoError(t, err)
-	require.Equal(t, tasks.StatusReady, p.Status, "woken by the completion")
-	require.Len(t, p.Inbox, 1)
-	var m struct {
-		From tasks.ID        `json:"from"`
-		Body json.RawMessage `json:"body"`
-		Done bool            `json:"done"`
-	}
-	require.NoError(t, json.Unmarshal(p.Inbox[0], &m))
-	require.Equal(t, child, m.From)
-	require.True(t, m.Done)
-	require.JSONEq(t, "7", string(m.Body))
-	require.Zero(t, p.LiveChildren)
-}
-
 // A spawn with a claim token, committed with an executor, is created claimed
 // by that executor as a claim would leave it; one without, or a commit
 // without an executor, creates the child ready.
@@ -92,7 +52,7 @@ func TestCommitPollsCreatesClaimedChildren(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, p.LiveChildren)
 
-	// Without an executor (the form of release 4), a token is ignored.
+	// Without an executor, a token is ignored.
 	claim = testdb.Claim(t, db, parent, 2)
 	other := tasks.NewID()
 	require.NoError(t, commitSpawns(t, db, parent, claim, []map[string]any{{"id": other.UUID(), "type": "c", "claim": token.UUID()}}))
@@ -126,8 +86,8 @@ func TestCommitPollsRefusesAClaimWithoutExpiry(t *testing.T) {
 
 // commitSpawns commits a poll of parent, which holds claim, that spawns
 // spawns and awaits them, and checks that the poll was kept. Given an
-// executor and a claim duration (claimedBy), it calls the form that creates
-// children with a "claim" token claimed; else the form of release 4.
+// executor and a claim duration (claimedBy), the children with a "claim"
+// token are created claimed; else every child is created ready.
 func commitSpawns(t *testing.T, db *pgxpool.Pool, parent tasks.ID, claim [16]byte, spawns []map[string]any, claimedBy ...any) error {
 	t.Helper()
 	effects, err := json.Marshal(map[string]any{"spawn": spawns})
@@ -136,10 +96,11 @@ func commitSpawns(t *testing.T, db *pgxpool.Pool, parent tasks.ID, claim [16]byt
 		ARRAY[$1::uuid], ARRAY[$2::uuid], ARRAY['null'::jsonb], ARRAY[0], ARRAY['await'], ARRAY[0::float8],
 		ARRAY[NULL::timestamptz], ARRAY[NULL::jsonb], ARRAY[$3::jsonb], ARRAY[1::smallint], 20, 100, ARRAY[NULL::uuid]`
 	args := []any{parent, claim, effects}
-	if len(claimedBy) > 0 {
-		call += `, $4::uuid, $5::float8`
-		args = append(args, claimedBy...)
+	if len(claimedBy) == 0 {
+		claimedBy = []any{nil, nil}
 	}
+	call += `, $4::uuid, $5::float8, ARRAY[NULL::bigint], ARRAY[NULL::bigint]`
+	args = append(args, claimedBy...)
 	var polled tasks.ID
 	if err := db.QueryRow(context.Background(), `SELECT polled FROM `+call+`)`, args...).Scan(&polled); err != nil {
 		return err

@@ -7,8 +7,8 @@ package sql
 // deploy, an older build that starts after a newer one keeps the newer
 // functions (a function's signature never changes without a migration, which
 // an older build refuses, so they serve it too).
-const functionsRelease = 7
+const functionsRelease = 8
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "b2c552abe22ec05a42a539ebf71b6a09c4c5813e4a79a9a94eb4a98352f029da"
+const functionsSum = "961e12fa3359a175d63e810fbc72f573a0a173694e3bd7208beea10c486bf183"

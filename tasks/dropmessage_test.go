@@ -30,13 +30,12 @@ func TestDropMessageExpectingADigestRefusesAnotherMessage(t *testing.T) {
 	poison := tasks.MessageDigest(read.Inbox[1])
 	require.Len(t, poison, 24)
 	var sqlDigest string
-	require.NoError(t, db.QueryRow(ctx, `SELECT corotask.message_digest(inbox[2]) FROM corotask.tasks WHERE task_id = $1`, id).Scan(&sqlDigest))
+	require.NoError(t, db.QueryRow(ctx, `SELECT corotask.message_digest(envelope) FROM corotask.messages WHERE task_id = $1 ORDER BY seq OFFSET 1 LIMIT 1`, id).Scan(&sqlDigest))
 	require.Equal(t, poison, sqlDigest, "Go and SQL name a message alike")
 
 	// A poll takes the first message: the poison one moves to position 1,
 	// and position 2 holds "third".
-	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET inbox = inbox[2:] WHERE task_id = $1`, id)
-	require.NoError(t, err)
+	testdb.PopFirst(t, db, id)
 
 	_, err = tasks.DropMessage(ctx, db, id, 2, poison)
 	require.ErrorIs(t, err, tasks.ErrNoMessage)
@@ -82,7 +81,7 @@ func TestMessageDigestMatchesSQLInEveryExecMode(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	var want string
-	require.NoError(t, db.QueryRow(ctx, `SELECT corotask.message_digest(inbox[1]) FROM corotask.tasks WHERE task_id = $1`, id).Scan(&want))
+	require.NoError(t, db.QueryRow(ctx, `SELECT corotask.message_digest(envelope) FROM corotask.messages WHERE task_id = $1 ORDER BY seq LIMIT 1`, id).Scan(&want))
 	for _, mode := range []pgx.QueryExecMode{
 		pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe, pgx.QueryExecModeDescribeExec,
 		pgx.QueryExecModeSimpleProtocol,
@@ -97,11 +96,11 @@ func TestMessageDigestMatchesSQLInEveryExecMode(t *testing.T) {
 			require.NoError(t, err, "mode %v", mode)
 			require.Equal(t, want, tasks.MessageDigest(got.Inbox[0]), "mode %v", mode)
 		}
-		// The inbox as text (an array literal, its elements quoted and
-		// escaped), as the simple protocol returns it.
-		var inbox [][]byte
-		require.NoError(t, conn.QueryRow(ctx, `SELECT inbox FROM corotask.tasks WHERE task_id = $1::uuid`, id.UUID()).Scan(&inbox))
-		require.Equal(t, want, tasks.MessageDigest(inbox[0]), "mode %v", mode)
+		// The envelope as text, as the simple protocol returns it.
+		var env []byte
+		require.NoError(t, conn.QueryRow(ctx, `SELECT envelope FROM corotask.messages WHERE task_id = $1::uuid ORDER BY seq LIMIT 1`,
+			id.UUID()).Scan(&env))
+		require.Equal(t, want, tasks.MessageDigest(env), "mode %v", mode)
 		require.NoError(t, conn.Close(ctx))
 	}
 }

@@ -14,7 +14,15 @@ import (
 // ErrNotFound.
 func Get(ctx context.Context, db DB, id ID) (*Task, error) {
 	var inbox, next [][]byte
-	t, err := scanTask(db.QueryRow(ctx, `SELECT `+taskColumns+`, t.inbox, t.inbox_next
+	// The inbox holds the task's messages up to msg_seq - inbox_next_len;
+	// those after it arrived while an executor held the task.
+	t, err := scanTask(db.QueryRow(ctx, `SELECT `+taskColumns+`,
+			ARRAY(SELECT m.envelope FROM corotask.messages m
+				WHERE m.task_id = t.task_id AND m.seq > t.msg_popped AND m.seq <= t.msg_seq - t.inbox_next_len
+				ORDER BY m.seq),
+			ARRAY(SELECT m.envelope FROM corotask.messages m
+				WHERE m.task_id = t.task_id AND m.seq > t.msg_seq - t.inbox_next_len
+				ORDER BY m.seq)
 		FROM corotask.tasks t WHERE t.task_id = $1`, id), &inbox, &next)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)

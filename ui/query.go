@@ -32,7 +32,7 @@ type taskRow struct {
 // rowColumns are the columns scanRow reads; t is the tasks row and s the
 // row of served. The last error is cut, as a list shows only its start.
 const rowColumns = `t.task_id, t.parent_id, t.task_type, ` + statusExpr + `, t.wake_at, t.heartbeat,
-	cardinality(t.inbox), cardinality(t.inbox_next), t.failures, left(coalesce(t.last_error, ''), 200),
+	t.inbox_len, t.inbox_next_len, t.failures, left(coalesce(t.last_error, ''), 200),
 	t.created_at, t.done_at`
 
 func scanRow(r pgx.CollectableRow) (taskRow, error) {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/internal/testdb"
 )
 
 // drop-message drops only the message the operator read: without --digest
@@ -35,7 +37,7 @@ func TestDropMessageDropsOnlyTheMessageNamed(t *testing.T) {
 	require.Len(t, c.show(id).Inbox, 3, "nothing dropped")
 
 	// A poll takes the first message meanwhile: "third" is at position 2.
-	c.exec(`UPDATE corotask.tasks SET inbox = inbox[2:] WHERE task_id = $1`, id)
+	testdb.PopFirst(t, testdb.Pool(t, c.url), id)
 	requireError(t, c.run("drop-message", id.String(), "2", "--digest", poison), "drop-message",
 		"no such message: "+id.String()+": position 2 holds message "+read.Inbox[2].Digest+", not "+poison+
 			": the inbox changed since it was read; nothing was dropped (see 'corotask show "+id.String()+"')")

@@ -101,10 +101,10 @@ func (l *Ledger) Violations() []string {
 // pendingCTE lists the messages still in inboxes, with the ledger ID of each:
 // a completion's is derived from its sender, any other's is its body's id.
 const pendingCTE = `pending AS (
-    SELECT t.task_id,
-        CASE WHEN coalesce((e->>'done')::boolean, false) THEN 'done-' || (e->>'from')
-             ELSE e->'body'->>'id' END AS msg_id
-    FROM corotask.tasks t CROSS JOIN LATERAL unnest(t.inbox || t.inbox_next) AS e
+    SELECT m.task_id,
+        CASE WHEN coalesce((m.envelope->>'done')::boolean, false) THEN 'done-' || (m.envelope->>'from')
+             ELSE m.envelope->'body'->>'id' END AS msg_id
+    FROM corotask.messages m
 )`
 
 // expectedOutcome is how each type of the workload must end.

@@ -193,17 +193,22 @@ END
 $$;
 
 -- deliver_all is the one place messages are delivered: p_envelopes[i] goes to
--- live task p_to[i], in array order per task. A task receives them in its
--- inbox, or in inbox_next while an executor holds it (claim IS NOT NULL), and
--- is woken (wake_at = LEAST(wake_at, now()), NULL counting as "never"),
--- unless it is waiting out the backoff of a failed poll (failures > 0): its
--- retry sees the messages then. A completion (a child's end, whose envelope
--- has "done") lowers the task's count of live children; a task that awaits
--- its children (awaiting_children) is not woken by the completions of
--- children that ended with a result while that count stays above zero, only
--- by the last one, by a child that failed or was canceled (its completion
--- has "err"), or by another message. It returns the tasks delivered to; a
--- task missing from them does not exist or has ended.
+-- live task p_to[i], in array order per task. Each becomes a row of
+-- corotask.messages, numbered after the task's last one (msg_seq), and
+-- counts in the task's inbox, or in its inbox_next while an executor holds it
+-- (claim IS NOT NULL). The task is woken (wake_at = LEAST(wake_at, now()),
+-- NULL counting as "never"), unless it is waiting out the backoff of a failed
+-- poll (failures > 0): its retry sees the messages then. A completion (a
+-- child's end, whose envelope has "done") lowers the task's count of live
+-- children; a task that awaits its children (awaiting_children) is not woken
+-- by the completions of children that ended with a result while that count
+-- stays above zero, only by the last one, by a child that failed or was
+-- canceled (its completion has "err"), or by another message (next_wakes
+-- keeps that fact for a running task's commit). It returns the tasks
+-- delivered to; a task missing from them does not exist or has ended.
+--
+-- A delivery writes the task's row (its counters) and inserts the new
+-- message rows: its cost does not depend on how many messages wait.
 CREATE OR REPLACE FUNCTION corotask.deliver_all(p_to uuid[], p_envelopes jsonb[]) RETURNS SETOF uuid
 LANGUAGE plpgsql SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
@@ -212,7 +217,7 @@ BEGIN
     -- MATERIALIZED keeps the aggregate from being re-run per row of the join.
     RETURN QUERY
     WITH m AS MATERIALIZED (
-        SELECT x.task_id, array_agg(x.env ORDER BY x.k) AS envs,
+        SELECT x.task_id, array_agg(x.env ORDER BY x.k) AS envs, count(*)::integer AS n,
                (count(*) FILTER (WHERE x.env ? 'done'))::integer AS ended,
                -- Completions of children that ended with a result: those an
                -- awaiting task does not wake for (a child that failed or was
@@ -222,8 +227,10 @@ BEGIN
         GROUP BY x.task_id
     ), delivered AS (
         UPDATE corotask.tasks t SET
-            inbox = CASE WHEN t.claim IS NULL THEN t.inbox || m.envs ELSE t.inbox END,
-            inbox_next = CASE WHEN t.claim IS NULL THEN t.inbox_next ELSE t.inbox_next || m.envs END,
+            msg_seq = t.msg_seq + m.n,
+            inbox_len = t.inbox_len + CASE WHEN t.claim IS NULL THEN m.n ELSE 0 END,
+            inbox_next_len = t.inbox_next_len + CASE WHEN t.claim IS NULL THEN 0 ELSE m.n END,
+            next_wakes = t.next_wakes OR (t.claim IS NOT NULL AND NOT m.only_results),
             live_children = GREATEST(t.live_children - m.ended, 0),
             wake_at = CASE
                 WHEN t.failures > 0 THEN t.wake_at
@@ -232,9 +239,42 @@ BEGIN
             END
         FROM m
         WHERE t.task_id = m.task_id AND t.done_at IS NULL
-        RETURNING t.task_id
+        -- The row as updated: its first new message is numbered after
+        -- msg_seq - n.
+        RETURNING t.task_id, t.msg_seq - m.n AS base, m.envs
+    ), stored AS (
+        INSERT INTO corotask.messages (task_id, seq, envelope)
+        SELECT d.task_id, d.base + e.k, e.env
+        FROM delivered d CROSS JOIN LATERAL unnest(d.envs) WITH ORDINALITY AS e(env, k)
     )
     SELECT task_id FROM delivered;
+END
+$$;
+
+-- inbox_window returns the first p_limit messages of a task's inbox (those
+-- with a seq above p_after and up to p_upto), in order, with their seqs, and
+-- whether more wait after them: what a claim hands its poll. It is VOLATILE
+-- (plpgsql): its query takes a snapshot of its own, after the claim has
+-- locked the task's row. The claim's statement snapshot may predate a send
+-- whose row update the claim's lock then waited for or followed: that send's
+-- messages are in the window all the same.
+CREATE OR REPLACE FUNCTION corotask.inbox_window(p_task uuid, p_after bigint, p_upto bigint, p_limit integer,
+    OUT envelopes jsonb[], OUT seqs bigint[], OUT more boolean)
+LANGUAGE plpgsql VOLATILE SET search_path = '' AS $$
+BEGIN
+    IF p_upto <= p_after THEN
+        more := false;
+        RETURN;
+    END IF;
+    SELECT array_agg(w.envelope ORDER BY w.seq) FILTER (WHERE w.k <= p_limit),
+           array_agg(w.seq ORDER BY w.seq) FILTER (WHERE w.k <= p_limit),
+           count(*) > p_limit
+    INTO envelopes, seqs, more
+    FROM (SELECT m.envelope, m.seq, row_number() OVER (ORDER BY m.seq) AS k
+          FROM corotask.messages m
+          WHERE m.task_id = p_task AND m.seq > p_after AND m.seq <= p_upto
+          ORDER BY m.seq
+          LIMIT p_limit + 1) w;
 END
 $$;
 
@@ -356,13 +396,18 @@ BEGIN
                 USING ERRCODE = 'CT410', DETAIL = 'parent ' || bad;
         END IF;
     END IF;
-    INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, inbox, trace)
-    SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, now()),
-           CASE WHEN u.msg IS NULL THEN '{}'::jsonb[]
-                ELSE ARRAY[corotask.envelope(u.parent, u.msg)] END,
-           u.trace
-    FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces)
-        AS u(id, typ, parent, state, msg, wake_at, trace);
+    WITH created AS (
+        INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
+            msg_seq, inbox_len)
+        SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, now()), u.trace,
+               CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END
+        FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces)
+            AS u(id, typ, parent, state, msg, wake_at, trace)
+    )
+    INSERT INTO corotask.messages (task_id, seq, envelope)
+    SELECT u.id, 1, corotask.envelope(u.parent, u.msg)
+    FROM unnest(p_ids, p_parents, p_messages) AS u(id, parent, msg)
+    WHERE u.msg IS NOT NULL;
     -- Each parent counts its live children (see deliver_all).
     IF outside IS NOT NULL THEN
         UPDATE corotask.tasks t SET live_children = t.live_children + c.n

@@ -4,8 +4,9 @@
 -- changes nothing.
 
 -- commit_polls commits successful polls, many in one statement (and so one
--- transaction and one WAL flush): for each, its state, the inbox swap (messages
--- the poll did not take, then those that arrived during it), its next wake_at,
+-- transaction and one WAL flush): for each, its state, the inbox swap (the
+-- messages it popped leave, those that arrived during it join the inbox),
+-- its next wake_at,
 -- and its effects (children, messages, the completion message to the parent
 -- when it is done), all or nothing. p_actions[i] is 'yield', 'sleep'
 -- (p_sleeps[i] seconds from now), 'until' (p_ats[i]), 'suspend', 'await' (its
@@ -13,6 +14,10 @@
 -- {"spawn": [{"id", "type", "state", "msg", "trace"}...], "send": [{"to", "msg", "trace"}...]},
 -- where "trace", when present, is the trace context of the poll, kept with
 -- the child task and in the message's envelope.
+--
+-- p_taken[i] is how many messages the poll popped: the messages of seq
+-- p_pop_from[i] to p_pop_to[i] (the first and last of them, from the window
+-- its claim handed it; NULL when it popped none).
 --
 -- A 'done' whose task received messages during the poll (inbox_next not
 -- empty) is superseded: as Temporal refuses to complete a workflow with
@@ -51,7 +56,9 @@ CREATE OR REPLACE FUNCTION corotask.commit_polls(
     p_keep_last  integer,
     p_parents    uuid[],
     p_claimed_by uuid,
-    p_claim_secs float8
+    p_claim_secs float8,
+    p_pop_from   bigint[],
+    p_pop_to     bigint[]
 ) RETURNS TABLE (polled uuid, superseded boolean)
 LANGUAGE plpgsql SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
@@ -102,28 +109,34 @@ BEGIN
     -- set, not a row at a time.
     WITH input AS (
         SELECT u.*, coalesce(jsonb_array_length(u.effects -> 'spawn'), 0) AS spawned
-        FROM unnest(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats, p_results, p_effects, p_history)
-            WITH ORDINALITY AS u(task_id, claim, state, taken, action, sleep, at, result, effects, history, i)
+        FROM unnest(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats, p_results, p_effects, p_history,
+                    p_pop_from, p_pop_to)
+            WITH ORDINALITY AS u(task_id, claim, state, taken, action, sleep, at, result, effects, history,
+                                 pop_from, pop_to, i)
     ), committed AS (
         UPDATE corotask.tasks t SET
             -- A superseded poll (done, with messages arrived meanwhile)
             -- keeps nothing: the task is as its previous poll left it.
-            inner_state = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
+            inner_state = CASE WHEN u.action = 'done' AND t.inbox_next_len > 0
                                THEN t.inner_state ELSE u.state END,
-            inbox = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
-                         THEN t.inbox || t.inbox_next
-                         ELSE t.inbox[u.taken + 1:] || t.inbox_next END,
-            inbox_next = '{}',
+            -- The popped messages leave (see popped below), those that
+            -- arrived during the poll join the inbox.
+            msg_popped = CASE WHEN (u.action = 'done' AND t.inbox_next_len > 0) OR u.taken = 0
+                              THEN t.msg_popped ELSE u.pop_to END,
+            inbox_len = t.inbox_len + t.inbox_next_len
+                - CASE WHEN u.action = 'done' AND t.inbox_next_len > 0 THEN 0 ELSE u.taken END,
+            inbox_next_len = 0,
+            next_wakes = false,
             heartbeat = NULL,
             claim = NULL,
             claim_expires_at = NULL,
-            failures = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
+            failures = CASE WHEN u.action = 'done' AND t.inbox_next_len > 0
                             THEN t.failures ELSE 0 END,
-            last_error = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0
+            last_error = CASE WHEN u.action = 'done' AND t.inbox_next_len > 0
                               THEN t.last_error END,
             -- A superseded poll spawned nothing (it is never 'await').
             live_children = t.live_children
-                + CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) > 0 THEN 0 ELSE u.spawned END,
+                + CASE WHEN u.action = 'done' AND t.inbox_next_len > 0 THEN 0 ELSE u.spawned END,
             awaiting_children = u.action = 'await',
             wake_at = CASE
                 -- A task that awaits its children is ready at once when none
@@ -132,26 +145,23 @@ BEGIN
                 -- completion of a child that ended with a result (see
                 -- deliver_all); else the last child's completion wakes it.
                 WHEN u.action = 'await' THEN
-                    CASE WHEN t.live_children + u.spawned <= 0
-                           OR EXISTS (SELECT 1 FROM unnest(t.inbox_next) AS m(e)
-                                      WHERE NOT m.e ? 'done' OR m.e ? 'err')
-                         THEN now() END
+                    CASE WHEN t.live_children + u.spawned <= 0 OR t.next_wakes THEN now() END
                 -- Messages that arrived during the poll make the task ready at once,
                 -- and keep it from ending.
-                WHEN cardinality(t.inbox_next) > 0 THEN now()
+                WHEN t.inbox_next_len > 0 THEN now()
                 WHEN u.action = 'done' THEN NULL
                 WHEN u.action = 'yield' THEN now()
                 WHEN u.action = 'sleep' THEN now() + make_interval(secs => u.sleep)
                 WHEN u.action = 'until' THEN u.at
             END,
-            done_at = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) = 0 THEN now() END,
-            outcome = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) = 0 THEN 'done' END,
-            result = CASE WHEN u.action = 'done' AND cardinality(t.inbox_next) = 0 THEN u.result END
+            done_at = CASE WHEN u.action = 'done' AND t.inbox_next_len = 0 THEN now() END,
+            outcome = CASE WHEN u.action = 'done' AND t.inbox_next_len = 0 THEN 'done' END,
+            result = CASE WHEN u.action = 'done' AND t.inbox_next_len = 0 THEN u.result END
         FROM input u
         WHERE t.task_id = u.task_id AND t.claim = u.claim
         RETURNING t.task_id, t.parent_id, t.done_at IS NOT NULL AS ended,
             u.action = 'done' AND t.done_at IS NULL AS superseded, u.result, u.effects, u.i,
-            u.history, u.taken, u.action, u.spawned, t.attempts, t.claimed_by, t.claimed_at, t.wake_at,
+            u.history, u.taken, u.pop_from, u.pop_to, u.action, u.spawned, t.attempts, t.claimed_by, t.claimed_at, t.wake_at,
             coalesce(pg_column_size(t.inner_state), 0) AS state_bytes,
             CASE WHEN u.history = 2 THEN t.inner_state END AS snapshot
     ), recorded AS (
@@ -164,6 +174,10 @@ BEGIN
             CASE WHEN c.superseded THEN 0 ELSE jsonb_array_length(coalesce(c.effects -> 'send', '[]')) END,
             c.state_bytes, c.snapshot, c.wake_at
         FROM committed c WHERE c.history > 0
+    ), popped AS (
+        DELETE FROM corotask.messages m USING committed c
+        WHERE NOT c.superseded AND c.taken > 0
+          AND m.task_id = c.task_id AND m.seq BETWEEN c.pop_from AND c.pop_to
     ), trimmed AS (
         -- A task with fewer attempts than the window has nothing to trim.
         DELETE FROM corotask.history h USING committed c
@@ -196,23 +210,31 @@ BEGIN
             RAISE EXCEPTION 'corotask: parent task % has ended', ended_spawner
                 USING ERRCODE = 'CT410', DETAIL = 'parent ' || ended_spawner;
         END IF;
-        INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, inbox, trace,
-            claim, heartbeat, claim_expires_at, attempts, claimed_by, claimed_at)
-        SELECT (s.e ->> 'id')::uuid, s.e ->> 'type', x.parent, s.e -> 'state', now(),
-               CASE WHEN s.e ? 'msg' THEN ARRAY[corotask.envelope(x.parent, s.e -> 'msg')]
-                    ELSE '{}'::jsonb[] END,
-               s.e -> 'trace',
-               c.claim,
-               CASE WHEN c.claim IS NOT NULL THEN now() END,
-               CASE WHEN c.claim IS NOT NULL THEN now() + make_interval(secs => p_claim_secs) END,
-               CASE WHEN c.claim IS NULL THEN 0 ELSE 1 END,
-               CASE WHEN c.claim IS NOT NULL THEN p_claimed_by END,
-               CASE WHEN c.claim IS NOT NULL THEN now() END
-        FROM unnest(spawners, effects) WITH ORDINALITY AS x(parent, eff, k),
-             jsonb_array_elements(x.eff -> 'spawn') WITH ORDINALITY AS s(e, n),
-             LATERAL (SELECT CASE WHEN p_claimed_by IS NOT NULL THEN (s.e ->> 'claim')::uuid END AS claim) c
-        WHERE x.eff ? 'spawn'
-        ORDER BY x.k, s.n;
+        -- A child with a message has it as its first (seq 1).
+        WITH children AS (
+            INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
+                claim, heartbeat, claim_expires_at, attempts, claimed_by, claimed_at, msg_seq, inbox_len)
+            SELECT (s.e ->> 'id')::uuid, s.e ->> 'type', x.parent, s.e -> 'state', now(),
+                   s.e -> 'trace',
+                   c.claim,
+                   CASE WHEN c.claim IS NOT NULL THEN now() END,
+                   CASE WHEN c.claim IS NOT NULL THEN now() + make_interval(secs => p_claim_secs) END,
+                   CASE WHEN c.claim IS NULL THEN 0 ELSE 1 END,
+                   CASE WHEN c.claim IS NOT NULL THEN p_claimed_by END,
+                   CASE WHEN c.claim IS NOT NULL THEN now() END,
+                   CASE WHEN s.e ? 'msg' THEN 1 ELSE 0 END,
+                   CASE WHEN s.e ? 'msg' THEN 1 ELSE 0 END
+            FROM unnest(spawners, effects) WITH ORDINALITY AS x(parent, eff, k),
+                 jsonb_array_elements(x.eff -> 'spawn') WITH ORDINALITY AS s(e, n),
+                 LATERAL (SELECT CASE WHEN p_claimed_by IS NOT NULL THEN (s.e ->> 'claim')::uuid END AS claim) c
+            WHERE x.eff ? 'spawn'
+            ORDER BY x.k, s.n
+        )
+        INSERT INTO corotask.messages (task_id, seq, envelope)
+        SELECT (s.e ->> 'id')::uuid, 1, corotask.envelope(x.parent, s.e -> 'msg')
+        FROM unnest(spawners, effects) AS x(parent, eff),
+             jsonb_array_elements(x.eff -> 'spawn') AS s(e)
+        WHERE x.eff ? 'spawn' AND s.e ? 'msg';
         SELECT array_agg((s.e ->> 'to')::uuid ORDER BY x.k, s.n),
                array_agg(corotask.envelope(x.parent, s.e -> 'msg', s.e -> 'trace') ORDER BY x.k, s.n)
         INTO send_to, sent
@@ -231,52 +253,6 @@ BEGIN
 END
 $$;
 
--- The form of executors before children could be created claimed
--- (functions release 4): every child is created ready.
-CREATE OR REPLACE FUNCTION corotask.commit_polls(
-    p_tasks      uuid[],
-    p_claims     uuid[],
-    p_states     jsonb[],
-    p_taken      integer[],
-    p_actions    text[],
-    p_sleeps     float8[],
-    p_ats        timestamptz[],
-    p_results    jsonb[],
-    p_effects    jsonb[],
-    p_history    smallint[],
-    p_keep_first integer,
-    p_keep_last  integer,
-    p_parents    uuid[]
-) RETURNS TABLE (polled uuid, superseded boolean)
-LANGUAGE sql SET search_path = '' AS $$
-    SELECT * FROM corotask.commit_polls(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats,
-        p_results, p_effects, p_history, p_keep_first, p_keep_last, p_parents, NULL::uuid, NULL::float8)
-$$;
-
--- The form of executors before the parents were passed (functions release
--- 3): it looks them up, a probe of the primary key per task.
-CREATE OR REPLACE FUNCTION corotask.commit_polls(
-    p_tasks      uuid[],
-    p_claims     uuid[],
-    p_states     jsonb[],
-    p_taken      integer[],
-    p_actions    text[],
-    p_sleeps     float8[],
-    p_ats        timestamptz[],
-    p_results    jsonb[],
-    p_effects    jsonb[],
-    p_history    smallint[],
-    p_keep_first integer,
-    p_keep_last  integer
-) RETURNS TABLE (polled uuid, superseded boolean)
-LANGUAGE sql SET search_path = '' AS $$
-    SELECT * FROM corotask.commit_polls(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats,
-        p_results, p_effects, p_history, p_keep_first, p_keep_last,
-        ARRAY(SELECT (SELECT p.parent_id FROM corotask.tasks p WHERE p.task_id = u.task_id)
-              FROM unnest(p_tasks) WITH ORDINALITY AS u(task_id, i) ORDER BY u.i),
-        NULL::uuid, NULL::float8)
-$$;
-
 -- release_claims gives claims back without counting a failure: the tasks are
 -- ready for another executor after p_delay (0 for an executor shutting down;
 -- an executor that will not poll a task it took back waits a little before
@@ -288,8 +264,9 @@ LANGUAGE sql SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
     WITH released AS (
         UPDATE corotask.tasks t SET
-            inbox = t.inbox || t.inbox_next,
-            inbox_next = '{}',
+            inbox_len = t.inbox_len + t.inbox_next_len,
+            inbox_next_len = 0,
+            next_wakes = false,
             heartbeat = NULL,
             claim = NULL,
             claim_expires_at = NULL,

@@ -44,8 +44,9 @@ BEGIN
         -- A panic's stack is kept with its message, for `corotask show`.
         last_error = CASE WHEN coalesce(p_stack, '') = '' THEN p_error
                           ELSE p_error || E'\n\n' || p_stack END,
-        inbox = inbox || inbox_next,
-        inbox_next = '{}',
+        inbox_len = inbox_len + inbox_next_len,
+        inbox_next_len = 0,
+        next_wakes = false,
         heartbeat = NULL,
         claim = NULL,
         claim_expires_at = NULL,
@@ -87,8 +88,9 @@ DECLARE
 BEGIN
     PERFORM corotask.lock_with_parent(p_task);
     UPDATE corotask.tasks SET
-        inbox = inbox || inbox_next,
-        inbox_next = '{}',
+        inbox_len = inbox_len + inbox_next_len,
+        inbox_next_len = 0,
+        next_wakes = false,
         heartbeat = NULL,
         claim = NULL,
         claim_expires_at = NULL,

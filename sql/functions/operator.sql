@@ -170,7 +170,10 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 DECLARE
     t corotask.tasks := corotask.operator_lock(p_task, 'drop_message');
     dropped jsonb;
-    n integer := cardinality(t.inbox);
+    at bigint;
+    -- No executor holds the task (operator_lock): every message it has is
+    -- in its inbox.
+    n integer := t.inbox_len;
     found_digest text;
 BEGIN
     IF p_position IS NULL OR p_position < 1 OR p_position > n THEN
@@ -180,7 +183,9 @@ BEGIN
                               ELSE 'position ' || coalesce(p_position::text, 'NULL') || ': its inbox holds ' || n
                                    || ' message(s), at positions 1 to ' || n END;
     END IF;
-    dropped := t.inbox[p_position];
+    SELECT m.seq, m.envelope INTO at, dropped FROM corotask.messages m
+    WHERE m.task_id = p_task AND m.seq > t.msg_popped
+    ORDER BY m.seq OFFSET p_position - 1 LIMIT 1;
     found_digest := corotask.message_digest(dropped);
     IF p_digest IS NOT NULL AND lower(p_digest) <> found_digest THEN
         RAISE EXCEPTION 'corotask: message % of task % is not the one named', p_position, p_task
@@ -188,7 +193,10 @@ BEGIN
                   HINT = 'position ' || p_position || ' holds message ' || found_digest || ', not ' || p_digest
                          || ': the inbox changed since it was read; nothing was dropped';
     END IF;
-    UPDATE corotask.tasks SET inbox = inbox[:p_position - 1] || inbox[p_position + 1:], attempts = attempts + 1
+    DELETE FROM corotask.messages WHERE task_id = p_task AND seq = at;
+    -- Dropping the first message moves the inbox's start past it.
+    UPDATE corotask.tasks SET inbox_len = inbox_len - 1, attempts = attempts + 1,
+        msg_popped = CASE WHEN p_position = 1 THEN at ELSE msg_popped END
     WHERE task_id = p_task RETURNING * INTO t;
     PERFORM corotask.operator_record(t, 'drop_message', dropped);
     RETURN dropped;
