@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/internal/termsafe"
+	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -40,9 +41,14 @@ func TestStoredTextIsEscaped(t *testing.T) {
 	child := c.create("--type", "child", "--parent", root.String())
 	bodyJSON, err := json.Marshal(map[string]string{"k": nasty})
 	require.NoError(t, err)
-	c.exec(`UPDATE corotask.tasks SET task_type = $2, last_error = $2, failures = 1, inner_state = $3,
-		inbox = ARRAY[jsonb_build_object('body', $3::jsonb, 'err', $2::text, 'done', true)], result = $3
+	c.exec(`UPDATE corotask.tasks SET task_type = $2, last_error = $2, failures = 1, inner_state = $3, result = $3
 		WHERE task_id IN ($1, $4)`, root, nasty, string(bodyJSON), child)
+	pool := testdb.Pool(t, c.url)
+	for _, id := range []tasks.ID{root, child} {
+		envelope, err := json.Marshal(map[string]any{"body": json.RawMessage(bodyJSON), "err": nasty, "done": true})
+		require.NoError(t, err)
+		testdb.AppendRaw(t, pool, id, string(envelope))
+	}
 	executor := tasks.NewID()
 	c.exec(`INSERT INTO corotask.executors (executor_id, host, pid, version, task_types, concurrency, expires_at)
 		VALUES ($1, $2, 7, $2, ARRAY[$2], 1, now() + interval '1 minute')`, executor, nasty)
