@@ -41,8 +41,8 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 	}
 	res.param("messages_table", messagesTable)
 	var first firstTime
-	var polls atomic.Int64 // lifecycles ended (their last poll returned Done)
-	var allPolls atomic.Int64
+	var ended atomic.Int64 // lifecycles ended (their last poll returned Done)
+	var polls atomic.Int64 // every poll (with messages)
 	typ, spec := oneshotType, tasks.Spec{Type: oneshotType}
 	if msgs > 0 {
 		typ, spec = bloatMsgType, tasks.Spec{Type: bloatMsgType, Message: note{Seq: 0}}
@@ -52,9 +52,9 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 	cfg.RetentionInterval = time.Second
 	grp, err := r.startExecutors(ctx, 1, o.Workers, cfg, func(e *executor.Executor) {
 		if msgs > 0 {
-			executor.Register(e, typ, bloatMsgPoller(msgs, &polls, &allPolls), r.typeOptions()...)
+			executor.Register(e, typ, bloatMsgPoller(msgs, &ended, &polls), r.typeOptions()...)
 		} else {
-			executor.Register(e, typ, oneshotPoller(&first, &polls), r.typeOptions()...)
+			executor.Register(e, typ, oneshotPoller(&first, &ended), r.typeOptions()...)
 		}
 	})
 	if err != nil {
@@ -88,7 +88,7 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 		}
 		return Fields{
 			{"t_sec", time.Since(start).Seconds()},
-			{"lifecycles", polls.Load()},
+			{"lifecycles", ended.Load()},
 			{"rows", rows},
 			{"table_bytes", float64(table)},
 			{"indexes_bytes", float64(indexes)},
@@ -119,7 +119,7 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 		created := 0
 		batch := make([]tasks.Spec, 0, o.Batch)
 		for created < o.N {
-			if created-int(polls.Load()) >= bloatBacklog {
+			if created-int(ended.Load()) >= bloatBacklog {
 				t := time.NewTimer(5 * time.Millisecond)
 				select {
 				case <-gctx.Done():
@@ -158,10 +158,10 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 			}
 			res.Series = append(res.Series, s)
 			r.progress("%s", fmt.Sprintf("%5.0fs %9d lifecycles, table %s, total %s, %d dead tuples; history %s, %d rows; messages %s, %d rows, %d dead", s.Float("t_sec"),
-				polls.Load(), bytesize(s.Float("table_bytes")), bytesize(s.Float("total_bytes")), int64(s.Float("dead_tup")),
+				ended.Load(), bytesize(s.Float("table_bytes")), bytesize(s.Float("total_bytes")), int64(s.Float("dead_tup")),
 				bytesize(s.Float("history_total_bytes")), int64(s.Float("history_rows")),
 				bytesize(s.Float("messages_total_bytes")), int64(s.Float("messages_rows")), int64(s.Float("messages_dead_tup"))))
-			if polls.Load() >= int64(o.N) {
+			if ended.Load() >= int64(o.N) {
 				return nil
 			}
 		}
@@ -173,7 +173,7 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 			return nil
 		}
 		return waitUntil(gctx, "every task done", time.Hour, 100*time.Millisecond, func() (bool, error) {
-			if polls.Load() < int64(o.N) {
+			if ended.Load() < int64(o.N) {
 				return false, nil
 			}
 			left, err := anyLive(gctx, db)
@@ -200,11 +200,11 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 		return err
 	}
 
-	res.metric("lifecycles", polls.Load())
+	res.metric("lifecycles", ended.Load())
 	res.metric("sec", elapsed.Seconds())
-	res.metric("lifecycles_per_sec", rate(int(polls.Load()), elapsed))
+	res.metric("lifecycles_per_sec", rate(int(ended.Load()), elapsed))
 	if msgs > 0 {
-		res.metric("polls", allPolls.Load())
+		res.metric("polls", polls.Load())
 	}
 	var maxTable, maxTotal, maxDead, maxHistory, maxHistoryRows float64
 	var firstHalf, secondHalf, historyFirst, historySecond float64
