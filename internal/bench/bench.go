@@ -23,6 +23,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -56,7 +57,8 @@ type Options struct {
 
 	// N is how many of the scenario's unit to run: tasks for oneshot
 	// (50,000) and create (100,000), round trips for pingpong (2,000), task
-	// lifecycles for bloat (200,000), and fib(N) for tree (20, 21,891 tasks).
+	// lifecycles for bloat (200,000), sends timed per level for send (200),
+	// and fib(N) for tree (20, 21,891 tasks).
 	N int
 	// Workers is how many polls run at once, in total over all executors
 	// (executor.Config.Concurrency): oneshot, tree, fanin, bloat. Default 100.
@@ -101,11 +103,20 @@ type Options struct {
 	// has committed, so each message finds an idle executor. Default 5ms
 	// (1ns for practically none).
 	Gap time.Duration
-	// Levels are idle's numbers of background tasks in each state.
-	// Default 0, 10,000 and 100,000.
+	// Levels are idle's numbers of background tasks in each state (default
+	// 0, 10,000 and 100,000), and the numbers of messages waiting in the
+	// task's inbox for send (0 and 50,000) and inboxpoll (100 and 50,000;
+	// at least 1 each).
 	Levels []int
-	// Iterations is how many claims idle times at each level. Default 300.
+	// Iterations is how many claims idle times at each level, and how many
+	// polls inboxpoll times at each level. Default 300.
 	Iterations int
+	// Messages is how many messages each bloat lifecycle carries: the task
+	// is created with the first, and each poll that pops one sends the task
+	// the next (Task.Send to itself) and suspends, until the poll that pops
+	// the last ends it. Default 2; negative for none (each task polled once
+	// to Done, with no message), which the flag -messages 0 sets.
+	Messages int
 	// Retention is the executor's retention of ended tasks in the bloat
 	// scenario. Default 2s.
 	Retention time.Duration
@@ -161,7 +172,9 @@ var scenarios = []scenario{
 	{"fanin", "K children each completing into one parent: time until the parent has all K", runFanin, ""},
 	{"heartbeat", "M polls in flight for -duration: heartbeat statements/s, executor CPU and memory", runHeartbeat, ""},
 	{"idle", "claim cost with -levels tasks sleeping, suspended or running, relative to none", runIdle, ""},
-	{"bloat", "N task lifecycles (create, claim, commit done, retention delete): table size and dead tuples over time", runBloat, "lifecycles_per_sec"},
+	{"bloat", "N task lifecycles (create, claim, commit done, retention delete), each with -messages messages: tables' size and dead tuples over time", runBloat, "lifecycles_per_sec"},
+	{"send", "one inbox.Send to a task with -levels messages already waiting: ms per send, relative to the lowest level", runSend, ""},
+	{"inboxpoll", "one poll (PollOnce) of a task with -levels messages waiting, popping all it is shown: ms per poll, relative to the lowest level", runInboxPoll, ""},
 }
 
 // Scenarios returns the names of the scenarios, in the order "all" runs them.
@@ -196,7 +209,7 @@ Sizes default to the targets of docs/benchmarks.md; use smaller ones (e.g.
 // DatabaseURL and Scenario are left to the caller (the CLI's --database-url
 // and first argument).
 func (o *Options) RegisterFlags(fs *flag.FlagSet) {
-	fs.IntVar(&o.N, "n", o.N, "`N`: tasks (oneshot 50000, create 100000), round trips (pingpong 2000), lifecycles (bloat 200000), fib(N) (tree 20)")
+	fs.IntVar(&o.N, "n", o.N, "`N`: tasks (oneshot 50000, create 100000), round trips (pingpong 2000), lifecycles (bloat 200000), sends per level (send 200), fib(N) (tree 20)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "polls at once over all executors, `N` (default 100)")
 	fs.IntVar(&o.Executors, "executors", o.Executors, "oneshot: executor processes, `N` (default 1)")
 	fs.BoolVar(&o.InProcess, "in-process", o.InProcess, "oneshot: run the executors in this process, not as worker processes")
@@ -211,8 +224,9 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "heartbeat: how long to hold the polls in flight (default 10s)")
 	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", o.HeartbeatInterval, "heartbeat: the executor's heartbeat interval (default 1s)")
 	fs.DurationVar(&o.Gap, "gap", o.Gap, "pingpong: pause between round trips (default 5ms)")
-	fs.Var((*intList)(&o.Levels), "levels", "idle: background task counts, comma-separated (default 0,10000,100000)")
-	fs.IntVar(&o.Iterations, "iterations", o.Iterations, "idle: claims timed per level, `N` (default 300)")
+	fs.Var((*intList)(&o.Levels), "levels", "comma-separated counts: idle's background tasks (default 0,10000,100000); messages waiting for send (default 0,50000) and inboxpoll (default 100,50000)")
+	fs.IntVar(&o.Iterations, "iterations", o.Iterations, "idle: claims, inboxpoll: polls, timed per level, `N` (default 300)")
+	fs.Var((*noneIfZero)(&o.Messages), "messages", "bloat: messages per lifecycle, `N`; 0 for none (default 2)")
 	fs.DurationVar(&o.Retention, "retention", o.Retention, "bloat: retention of ended tasks (default 2s)")
 	fs.DurationVar(&o.SampleEvery, "sample-every", o.SampleEvery, "bloat: sampling interval of the table size (default 5s)")
 	fs.StringVar(&o.History, "history", o.History, "record polls in corotask.history, `MODE` on, off or both (off then on, back to back, compared) (default on)")
@@ -270,6 +284,26 @@ func (l *intList) Set(s string) error {
 	return nil
 }
 
+// noneIfZero is a count flag whose 0 means none, stored as -1 (0 is the
+// field's "default").
+type noneIfZero int
+
+func (n *noneIfZero) String() string {
+	if n == nil || *n == 0 {
+		return ""
+	}
+	return strconv.Itoa(max(int(*n), 0))
+}
+
+func (n *noneIfZero) Set(s string) error {
+	v, err := strconv.Atoi(strings.ReplaceAll(strings.TrimSpace(s), "_", ""))
+	if err != nil || v < 0 {
+		return fmt.Errorf("not a count: %q", s)
+	}
+	*n = noneIfZero(cmp.Or(v, -1))
+	return nil
+}
+
 // withDefaults fills the zero fields of o with the defaults of scenario name.
 func (o Options) withDefaults(name string) Options {
 	def := func(p *int, v int) {
@@ -291,6 +325,9 @@ func (o Options) withDefaults(name string) Options {
 		def(&o.N, 2_000)
 	case "bloat":
 		def(&o.N, 200_000)
+		def(&o.Messages, 2)
+	case "send":
+		def(&o.N, 200)
 	case "tree":
 		def(&o.N, 20)
 	}
@@ -315,7 +352,14 @@ func (o Options) withDefaults(name string) Options {
 		o.Wait = "await"
 	}
 	if o.Levels == nil {
-		o.Levels = []int{0, 10_000, 100_000}
+		switch name {
+		case "send":
+			o.Levels = []int{0, 50_000}
+		case "inboxpoll":
+			o.Levels = []int{100, 50_000}
+		default:
+			o.Levels = []int{0, 10_000, 100_000}
+		}
 	}
 	defD(&o.Duration, 10*time.Second)
 	defD(&o.HeartbeatInterval, time.Second)
@@ -355,6 +399,9 @@ func (o Options) validate() error {
 	}
 	if len(o.StockSettings) > 0 && !o.StockCluster {
 		return errors.New("-stock-setting needs -stock-cluster")
+	}
+	if o.Scenario == "inboxpoll" && slices.Contains(o.Levels, 0) {
+		return errors.New("inboxpoll: -levels must be at least 1 message each (a poll with none to pop would leave the task suspended)")
 	}
 	if o.Shape != "kary" && o.N > 30 && o.Scenario == "tree" {
 		return fmt.Errorf("tree: fib(%d) makes too many tasks; use -n 30 or less", o.N)

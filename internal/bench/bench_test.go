@@ -66,20 +66,16 @@ func TestScenariosSmoke(t *testing.T) {
 		"heartbeat": {M: 50, Duration: 2 * time.Second, HeartbeatInterval: 200 * time.Millisecond, Pool: 4},
 		"idle":      {K: 3, Levels: []int{0, 300}, Iterations: 10},
 		"bloat":     {N: 3000, Workers: 10, Pool: 4, Retention: 300 * time.Millisecond, SampleEvery: 300 * time.Millisecond},
+		"send":      {N: 20, Levels: []int{0, 300}},
+		"inboxpoll": {Levels: []int{5, 300}, Iterations: 10},
 	}
 	require.ElementsMatch(t, Scenarios(), keys(tiny), "a tiny size for every scenario")
 	for _, name := range Scenarios() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			o := tiny[name]
-			o.DatabaseURL, o.Scenario, o.JSON = admin, name, true
-			var out bytes.Buffer
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			require.NoError(t, Run(ctx, o, &out, &logWriter{t: t}))
-			var rec record
-			require.NoError(t, json.Unmarshal(out.Bytes(), &rec), out.String())
-			require.Equal(t, name, rec.Scenario)
+			o.DatabaseURL, o.Scenario = admin, name
+			rec := runScenario(t, o)
 			require.Equal(t, "on", rec.Env.SynchronousCommit)
 			m := rec.Metrics
 			switch name {
@@ -113,10 +109,73 @@ func TestScenariosSmoke(t *testing.T) {
 				require.Contains(t, m, "claim_ratio_running_300")
 			case "bloat":
 				require.Equal(t, 3000.0, m["lifecycles"])
+				require.Equal(t, 2.0, rec.Params["messages"], "two messages per lifecycle by default")
+				require.Equal(t, 6000.0, m["polls"], "one poll per message")
 				require.GreaterOrEqual(t, len(rec.Series), 2)
+				require.Contains(t, rec.Series[0], "messages_total_bytes")
+				require.Contains(t, m, "messages_total_bytes_max")
+			case "send":
+				for _, k := range []string{"mean_ms_0", "p50_ms_0", "mean_ms_300", "p50_ms_300", "send_ratio"} {
+					require.Positive(t, m[k], k)
+				}
+				require.LessOrEqual(t, m["p50_ms_300"], m["p99_ms_300"])
+				require.Greater(t, m["row_bytes_300"], 0.0)
+			case "inboxpoll":
+				for _, k := range []string{"mean_ms_5", "mean_ms_300", "p50_ms_300", "poll_ratio"} {
+					require.Positive(t, m[k], k)
+				}
+				require.LessOrEqual(t, m["p50_ms_300"], m["p99_ms_300"])
+				require.Equal(t, 5.0, m["popped_per_poll_5"], "a poll pops the 5 waiting")
+				require.Positive(t, m["popped_per_poll_300"])
+				require.LessOrEqual(t, m["popped_per_poll_300"], 300.0)
 			}
 		})
 	}
+}
+
+// runScenario runs o (its DatabaseURL and Scenario set) and returns its
+// JSON record.
+func runScenario(t *testing.T, o Options) record {
+	t.Helper()
+	o.JSON = true
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	require.NoError(t, Run(ctx, o, &out, &logWriter{t: t}))
+	var rec record
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rec), out.String())
+	require.Equal(t, o.Scenario, rec.Scenario)
+	return rec
+}
+
+// With -messages 0, bloat's tasks carry no message: one poll each, as
+// before messages were added.
+func TestBloatWithoutMessages(t *testing.T) {
+	t.Parallel()
+	rec := runScenario(t, Options{DatabaseURL: testdb.AdminURL(t), Scenario: "bloat", Messages: -1, N: 500, Workers: 10, Pool: 4,
+		Retention: 300 * time.Millisecond, SampleEvery: 300 * time.Millisecond})
+	require.Equal(t, 0.0, rec.Params["messages"])
+	require.Equal(t, 500.0, rec.Metrics["lifecycles"])
+	require.NotContains(t, rec.Metrics, "polls")
+	require.Contains(t, rec.Metrics, "messages_total_bytes_max")
+}
+
+// A level of no message would leave inboxpoll's task suspended, never
+// polled: refused before anything runs.
+func TestInboxPollRefusesEmptyLevel(t *testing.T) {
+	t.Parallel()
+	err := Run(t.Context(), Options{Scenario: "inboxpoll", Levels: []int{0, 10}}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "inboxpoll: -levels must be at least 1")
+}
+
+// One level only: the figures of that level, and no ratio.
+func TestSendOneLevel(t *testing.T) {
+	t.Parallel()
+	rec := runScenario(t, Options{DatabaseURL: testdb.AdminURL(t), Scenario: "send", N: 10, Levels: []int{50}})
+	require.Positive(t, rec.Metrics["mean_ms_50"])
+	require.Positive(t, rec.Metrics["row_bytes_50"])
+	require.NotContains(t, rec.Metrics, "send_ratio")
+	require.NotContains(t, rec.Metrics, "mean_ms_0")
 }
 
 func keys(m map[string]Options) []string {
@@ -164,9 +223,10 @@ func TestRegisterFlags(t *testing.T) {
 	t.Parallel()
 	var o Options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	o.RegisterFlags(fs)
 	require.NoError(t, fs.Parse([]string{"-n", "7", "-workers", "3", "-executors", "2", "-levels", "0,10_000",
-		"-duration", "2s", "-json", "-in-process"}))
+		"-duration", "2s", "-json", "-in-process", "-messages", "0"}))
 	require.Equal(t, 7, o.N)
 	require.Equal(t, 3, o.Workers)
 	require.Equal(t, 2, o.Executors)
@@ -174,9 +234,18 @@ func TestRegisterFlags(t *testing.T) {
 	require.Equal(t, 2*time.Second, o.Duration)
 	require.True(t, o.JSON)
 	require.True(t, o.InProcess)
+	require.Negative(t, o.Messages, "-messages 0: none")
+	require.Negative(t, o.withDefaults("bloat").Messages, "-messages 0 is not the default")
 	d := Options{}.withDefaults("oneshot")
 	require.Equal(t, 50_000, d.N)
 	require.Equal(t, 100, d.Workers)
+	require.Equal(t, 2, Options{}.withDefaults("bloat").Messages)
+	require.Equal(t, []int{0, 50_000}, Options{}.withDefaults("send").Levels)
+	require.Equal(t, []int{100, 50_000}, Options{}.withDefaults("inboxpoll").Levels)
+	require.Equal(t, 200, Options{}.withDefaults("send").N)
+	require.NoError(t, fs.Parse([]string{"-messages", "3"}))
+	require.Equal(t, 3, o.Messages)
+	require.Error(t, fs.Parse([]string{"-messages", "-1"}))
 	for _, s := range Scenarios() {
 		require.Contains(t, Usage, s)
 	}
