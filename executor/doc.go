@@ -40,8 +40,8 @@
 // poll that pops every message of its window while more wait is committed
 // as a Yield, whatever it returned, and the task is polled again at once
 // with the next window: a Done then does not end the task (its result is
-// dropped; its state, pops and sends are committed) and the next poll
-// decides again. A poll that leaves messages of its window unpopped keeps
+// dropped, the rest committed as for a Yield) and the next poll decides
+// again. A poll that leaves messages of its window unpopped keeps
 // its action: a poller that never pops does not see past its window.
 //
 // # The lifecycle of a poll
@@ -50,9 +50,9 @@
 //     (wake_at passed, not running) and of tasks whose heartbeat is older
 //     than HeartbeatTimeout, with SELECT ... FOR UPDATE SKIP LOCKED, gives
 //     each a fresh claim token and reads the window of its inbox the poll is
-//     shown. The executor LISTENs for corotask_ready
-//     notifications and claims within milliseconds of a task becoming ready;
-//     it also looks every PollInterval and at the next known wake_at.
+//     shown. The executor LISTENs for corotask_ready notifications and
+//     claims within milliseconds of a task becoming ready; it also looks
+//     every PollInterval and at the next known wake_at.
 //  2. Poll. While it runs, the heartbeat keeper renews the claims of all
 //     in-flight polls in one statement per HeartbeatInterval. If a claim is
 //     lost (the task was canceled, or taken by another executor after this
