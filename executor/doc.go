@@ -26,14 +26,33 @@
 // messages, is committed in one transaction when the poll returns, or none
 // of it when the poll fails.
 //
+// # Messages and the inbox window
+//
+// A task's messages are rows of corotask.messages, keyed by the recipient's
+// ID and their place in its inbox (seq, from 1, in the order delivered); the
+// task's row keeps only counters. A send or a child's completion writes the
+// recipient's row and inserts the message rows, and a commit deletes the
+// rows its poll popped, so none of them costs more when many messages wait.
+//
+// A poll is shown a window of its inbox: the oldest messages, at most
+// DefaultInboxWindow (100), or what InboxWindow sets for its type (up to
+// MaxInboxWindow). Task.Inbox.More reports whether more wait after them. A
+// poll that pops every message of its window while more wait is committed
+// as a Yield, whatever it returned, and the task is polled again at once
+// with the next window: a Done then does not end the task (its result is
+// dropped, the rest committed as for a Yield) and the next poll decides
+// again. A poll that leaves messages of its window unpopped keeps
+// its action: a poller that never pops does not see past its window.
+//
 // # The lifecycle of a poll
 //
 //  1. Claim. One statement takes up to the free slots of ready tasks
 //     (wake_at passed, not running) and of tasks whose heartbeat is older
-//     than HeartbeatTimeout, with SELECT ... FOR UPDATE SKIP LOCKED, and gives
-//     each a fresh claim token. The executor LISTENs for corotask_ready
-//     notifications and claims within milliseconds of a task becoming ready;
-//     it also looks every PollInterval and at the next known wake_at.
+//     than HeartbeatTimeout, with SELECT ... FOR UPDATE SKIP LOCKED, gives
+//     each a fresh claim token and reads the window of its inbox the poll is
+//     shown. The executor LISTENs for corotask_ready notifications and
+//     claims within milliseconds of a task becoming ready; it also looks
+//     every PollInterval and at the next known wake_at.
 //  2. Poll. While it runs, the heartbeat keeper renews the claims of all
 //     in-flight polls in one statement per HeartbeatInterval. If a claim is
 //     lost (the task was canceled, or taken by another executor after this
@@ -42,11 +61,12 @@
 //     ErrRenewTimeout as its cause.
 //  3. Commit. One transaction, fenced on the claim token: if the claim no
 //     longer matches, nothing is written. Otherwise the state is saved; the
-//     inbox becomes the messages the poll did not Pop followed by those that
-//     arrived during the poll (inbox_next); wake_at follows the action (at
-//     once if messages arrived during the poll); children are created,
-//     messages sent and OnCommit functions run; a finished task's parent
-//     gets its completion message.
+//     messages the poll popped are deleted, and those that arrived during
+//     the poll (inbox_next) join the inbox after the ones it left; wake_at
+//     follows the action (a Yield if the poll popped its whole window while
+//     more wait; at once if messages arrived during the poll); children are
+//     created, messages sent and OnCommit functions run; a finished task's
+//     parent gets its completion message.
 //  4. Failure. An error or panic (or effects the database refuses, such as a
 //     message to an ended task) commits nothing of the poll: failures goes
 //     up, last_error is recorded, and the task sleeps for a capped, jittered
@@ -60,7 +80,10 @@
 //   - Every message sent to a task is seen by exactly one committed poll, or
 //     is still in the task's inbox: none is lost when an executor crashes, a
 //     poll fails, a claim is stolen or PostgreSQL restarts. Messages from one
-//     sender arrive in the order sent.
+//     sender arrive in the order sent. A poll sees at most its window, the
+//     oldest messages; one that pops its whole window while more wait is
+//     polled again, so it cannot end its task with messages it was never
+//     shown.
 //   - Polls run at least once: a poll may run again for the same state and
 //     messages (after a crash, a failure, a lost claim), so work it does
 //     outside the commit must be idempotent. What it writes through OnCommit
