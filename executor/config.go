@@ -53,9 +53,10 @@ type Config struct {
 	// RetentionInterval is how often expired tasks are looked for. Default 1m;
 	// must not be negative.
 	RetentionInterval time.Duration
-	// DisableVacuum stops the executor from vacuuming corotask.tasks itself.
-	// It only does so when the server's autovacuum is off and dead rows pile
-	// up (see Executor.VacuumIfNeeded); it needs to own the table.
+	// DisableVacuum stops the executor from vacuuming corotask's tables
+	// (tasks, messages, history) itself. It only does so when the server's
+	// autovacuum is off and dead rows pile up (see Executor.VacuumIfNeeded);
+	// it needs to own the tables.
 	DisableVacuum bool
 	// DisableEagerChildren leaves every child a poll spawns for the next
 	// claim, by any executor. By default, a child of a type this executor
