@@ -227,7 +227,7 @@ const genericPlan = "SELECT set_config('plan_cache_mode', 'force_generic_plan', 
 // expires in $5 seconds unless renewed, and any inbox_next a dead poll left
 // joins its inbox; the claim returns the window of its inbox the poll is
 // shown (at most $9's entry for its type: see corotask.inbox_window), and
-// whether more messages wait. A task taken over from an expired claim has that attempt
+// whether more messages wait (its inbox holds more than the window shows). A task taken over from an expired claim has that attempt
 // counted as a failure. The claim raises the task's attempt number and
 // records the claiming executor ($7) and the time; it returns the task's
 // trace context, for the poll's span to link to. The last row (task_id NULL) carries the earliest
@@ -348,12 +348,34 @@ WITH open_quota AS (
     RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.claim, t.failures, t.attempts, t.trace,
         t.msg_popped, t.msg_seq, t.inbox_len
 )%s
-SELECT c.task_id, c.task_type, c.parent_id, c.inner_state, w.envelopes, w.seqs, w.more, c.claim, c.failures, c.attempts,
+SELECT c.task_id, c.task_type, c.parent_id, c.inner_state,
+       CASE WHEN w.short THEN (corotask.inbox_window(c.task_id, c.msg_popped, c.msg_seq, w.lim)).envelopes
+            ELSE w.envelopes END,
+       CASE WHEN w.short THEN (corotask.inbox_window(c.task_id, c.msg_popped, c.msg_seq, w.lim)).seqs
+            ELSE w.seqs END,
+       c.inbox_len > w.lim, c.claim, c.failures, c.attempts,
        c.task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz, c.trace
 FROM claimed c
-LEFT JOIN unnest($6::text[], $9::int[]) AS q(typ, n) ON q.typ = c.task_type
-CROSS JOIN LATERAL corotask.inbox_window(c.task_id, c.msg_popped,
-    CASE WHEN c.inbox_len > 0 THEN c.msg_seq ELSE c.msg_popped END, coalesce(q.n, 100)) AS w
+-- The window of a task with messages: the first lim of its inbox. Read
+-- here, in the statement's snapshot, it may miss the messages of a send
+-- that committed after the statement began, whose row update the claim's
+-- lock then followed (short: fewer messages than the window should hold);
+-- inbox_window reads those again in a snapshot of its own. OFFSET 0 keeps
+-- the lateral subquery whole, so that its WHERE is a one-time filter and a
+-- task without messages reads nothing.
+LEFT JOIN LATERAL (
+    SELECT l.lim, r.envelopes, r.seqs, coalesce(cardinality(r.seqs), 0) < least(c.inbox_len, l.lim) AS short
+    FROM (SELECT coalesce((SELECT q.n FROM unnest($6::text[], $9::int[]) AS q(typ, n) WHERE q.typ = c.task_type),
+                          100) AS lim) l
+    CROSS JOIN LATERAL (
+        SELECT array_agg(m.envelope ORDER BY m.seq) AS envelopes, array_agg(m.seq ORDER BY m.seq) AS seqs
+        FROM (SELECT m.envelope, m.seq FROM corotask.messages m
+              WHERE m.task_id = c.task_id AND m.seq > c.msg_popped AND m.seq <= c.msg_seq
+              ORDER BY m.seq LIMIT l.lim) m
+    ) r
+    WHERE c.inbox_len > 0
+    OFFSET 0
+) w ON true
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
     SELECT min(n.wake_at) FROM unnest($6::text[]) AS q(typ)

@@ -11,4 +11,4 @@ const functionsRelease = 8
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "961e12fa3359a175d63e810fbc72f573a0a173694e3bd7208beea10c486bf183"
+const functionsSum = "3e20f8072f57ce2816b4c0b22505209c8a33663a258de9ddd28dbcccdda2136d"

@@ -252,29 +252,23 @@ END
 $$;
 
 -- inbox_window returns the first p_limit messages of a task's inbox (those
--- with a seq above p_after and up to p_upto), in order, with their seqs, and
--- whether more wait after them: what a claim hands its poll. It is VOLATILE
--- (plpgsql): its query takes a snapshot of its own, after the claim has
--- locked the task's row. The claim's statement snapshot may predate a send
--- whose row update the claim's lock then waited for or followed: that send's
--- messages are in the window all the same.
+-- with a seq above p_after and up to p_upto), in order, with their seqs:
+-- what a claim hands its poll (the claim knows from the task's inbox_len
+-- whether more wait). It is VOLATILE (plpgsql): its query takes a snapshot
+-- of its own, after the claim has locked the task's row. The claim's
+-- statement snapshot may predate a send whose row update the claim's lock
+-- then waited for or followed: that send's messages are in the window all
+-- the same.
 CREATE OR REPLACE FUNCTION corotask.inbox_window(p_task uuid, p_after bigint, p_upto bigint, p_limit integer,
-    OUT envelopes jsonb[], OUT seqs bigint[], OUT more boolean)
+    OUT envelopes jsonb[], OUT seqs bigint[])
 LANGUAGE plpgsql VOLATILE SET search_path = '' AS $$
 BEGIN
-    IF p_upto <= p_after THEN
-        more := false;
-        RETURN;
-    END IF;
-    SELECT array_agg(w.envelope ORDER BY w.seq) FILTER (WHERE w.k <= p_limit),
-           array_agg(w.seq ORDER BY w.seq) FILTER (WHERE w.k <= p_limit),
-           count(*) > p_limit
-    INTO envelopes, seqs, more
-    FROM (SELECT m.envelope, m.seq, row_number() OVER (ORDER BY m.seq) AS k
-          FROM corotask.messages m
+    SELECT array_agg(w.envelope ORDER BY w.seq), array_agg(w.seq ORDER BY w.seq)
+    INTO envelopes, seqs
+    FROM (SELECT m.envelope, m.seq FROM corotask.messages m
           WHERE m.task_id = p_task AND m.seq > p_after AND m.seq <= p_upto
           ORDER BY m.seq
-          LIMIT p_limit + 1) w;
+          LIMIT p_limit) w;
 END
 $$;
 
