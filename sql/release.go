@@ -11,4 +11,4 @@ const functionsRelease = 8
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "3e20f8072f57ce2816b4c0b22505209c8a33663a258de9ddd28dbcccdda2136d"
+const functionsSum = "bd3e492cfcea1671b1523463f915f50dd0e71da595e78c814670d0a445f84950"

@@ -45,7 +45,9 @@ BEGIN
     END IF;
     PERFORM pg_notify('corotask_cancel', p_task::text) WHERE root.claim IS NOT NULL;
     UPDATE corotask.tasks SET done_at = now(), outcome = 'canceled', wake_at = NULL,
-        heartbeat = NULL, claim = NULL, claim_expires_at = NULL, attempts = attempts + 1
+        heartbeat = NULL, claim = NULL, claim_expires_at = NULL, attempts = attempts + 1,
+        -- Messages that arrived during a poll join the inbox, as at any release.
+        inbox_len = inbox_len + inbox_next_len, inbox_next_len = 0, next_wakes = false
     WHERE task_id = p_task;
     INSERT INTO corotask.history (task_id, attempt, outcome, action, actor)
     VALUES (p_task, root.attempts + 1, 'operator', 'cancel', session_user)
@@ -62,7 +64,8 @@ BEGIN
             SELECT c.task_id, c.claim FROM corotask.tasks c JOIN tree ON c.parent_id = tree.task_id
         ), canceled AS (
             UPDATE corotask.tasks t SET done_at = now(), outcome = 'canceled', wake_at = NULL,
-                heartbeat = NULL, claim = NULL, claim_expires_at = NULL, attempts = t.attempts + 1
+                heartbeat = NULL, claim = NULL, claim_expires_at = NULL, attempts = t.attempts + 1,
+                inbox_len = t.inbox_len + t.inbox_next_len, inbox_next_len = 0, next_wakes = false
             FROM tree
             WHERE t.task_id = tree.task_id AND t.done_at IS NULL
             RETURNING t.task_id, t.attempts, tree.claim AS old_claim
