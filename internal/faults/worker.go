@@ -253,6 +253,11 @@ func (w *Worker) lockWait(ctx context.Context, tx pgx.Tx, typ tasks.Type, id tas
 		_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, key)
 	}
 	if err == nil {
+		// The holder's session ended meanwhile (a terminated backend, a
+		// restart) and its lock with it: nothing was injected.
+		if _, herr := hold.Exec(hctx, `SELECT 1`); herr != nil {
+			return nil
+		}
 		return errors.New("faults: a lock wait past statement_timeout did not time out")
 	}
 	return err
