@@ -11,4 +11,4 @@ const functionsRelease = 8
 
 // functionsSum is the SHA-256 of the function files of functionsRelease (see
 // functionsChecksum).
-const functionsSum = "bd3e492cfcea1671b1523463f915f50dd0e71da595e78c814670d0a445f84950"
+const functionsSum = "8b8911a631b34626ea5027bee506a7174a04dbfb7364d8717314cb9a0a21e722"

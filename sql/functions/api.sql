@@ -192,7 +192,8 @@ BEGIN
 END
 $$;
 
--- deliver_all is the one place messages are delivered: p_envelopes[i] goes to
+-- deliver_all delivers messages (deliver_one, a single send from outside a
+-- poll, follows the same rules): p_envelopes[i] goes to
 -- live task p_to[i], in array order per task. Each becomes a row of
 -- corotask.messages, numbered after the task's last one (msg_seq), and
 -- counts in the task's inbox, or in its inbox_next while an executor holds it
@@ -248,6 +249,32 @@ BEGIN
         FROM delivered d CROSS JOIN LATERAL unnest(d.envs) WITH ORDINALITY AS e(env, k)
     )
     SELECT task_id FROM delivered;
+END
+$$;
+
+-- deliver_one delivers one message that is not a completion (a send from
+-- outside a poll: send_to_task, operator_send) as deliver_all would, in two
+-- plain statements: the recipient's counters and wake_at, then the message's
+-- row. It returns false, and delivers nothing, when the task does not exist
+-- or has ended.
+CREATE OR REPLACE FUNCTION corotask.deliver_one(p_to uuid, p_envelope jsonb) RETURNS boolean
+LANGUAGE plpgsql SET search_path = '' AS $$
+DECLARE
+    seq bigint;
+BEGIN
+    UPDATE corotask.tasks t SET
+        msg_seq = t.msg_seq + 1,
+        inbox_len = t.inbox_len + CASE WHEN t.claim IS NULL THEN 1 ELSE 0 END,
+        inbox_next_len = t.inbox_next_len + CASE WHEN t.claim IS NULL THEN 0 ELSE 1 END,
+        next_wakes = t.next_wakes OR t.claim IS NOT NULL,
+        wake_at = CASE WHEN t.failures > 0 THEN t.wake_at ELSE LEAST(t.wake_at, now()) END
+    WHERE t.task_id = p_to AND t.done_at IS NULL
+    RETURNING t.msg_seq INTO seq;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    INSERT INTO corotask.messages (task_id, seq, envelope) VALUES (p_to, seq, p_envelope);
+    RETURN true;
 END
 $$;
 
@@ -450,8 +477,9 @@ BEGIN
     IF p_to IS NULL THEN
         RAISE EXCEPTION 'corotask: send_to_task needs a task id' USING ERRCODE = '22004';
     END IF;
-    PERFORM corotask.refuse_undelivered(ARRAY[p_to],
-        ARRAY(SELECT corotask.deliver_all(ARRAY[p_to], ARRAY[corotask.envelope(p_from, p_message, p_trace)])));
+    IF NOT corotask.deliver_one(p_to, corotask.envelope(p_from, p_message, p_trace)) THEN
+        PERFORM corotask.refuse_undelivered(ARRAY[p_to], '{}');
+    END IF;
 END
 $$;
 

@@ -226,8 +226,9 @@ BEGIN
         RAISE EXCEPTION 'corotask: operator_send needs a task id' USING ERRCODE = '22004';
     END IF;
     env := corotask.envelope(p_from, p_message, p_trace);
-    PERFORM corotask.refuse_undelivered(ARRAY[p_to],
-        ARRAY(SELECT corotask.deliver_all(ARRAY[p_to], ARRAY[env])));
+    IF NOT corotask.deliver_one(p_to, env) THEN
+        PERFORM corotask.refuse_undelivered(ARRAY[p_to], '{}');
+    END IF;
     SELECT * INTO t FROM corotask.tasks WHERE task_id = p_to;
     PERFORM corotask.operator_record(t, 'send', env);
 END
