@@ -356,15 +356,21 @@ SELECT c.task_id, c.task_type, c.parent_id, c.inner_state,
        c.inbox_len > w.lim, c.claim, c.failures, c.attempts,
        c.task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz, c.trace
 FROM claimed c
--- The window of a task with messages: the first lim of its inbox. Read
--- here, in the statement's snapshot, it may miss the messages of a send
--- that committed after the statement began, whose row update the claim's
--- lock then followed (short: fewer messages than the window should hold);
--- inbox_window reads those again in a snapshot of its own. OFFSET 0 keeps
--- the lateral subquery whole, so that its WHERE is a one-time filter and a
--- task without messages reads nothing.
+-- The window of a task with messages: the first lim of its inbox, read
+-- here in the statement's snapshot. When the task's row changed after the
+-- statement began (a send, or an operator's drop, committed meanwhile, whose
+-- row version the claim's lock then followed), that snapshot may lack the
+-- send's messages or still hold the dropped one: the row's version in the
+-- snapshot is not the one claimed (another msg_seq, or an attempt more: each
+-- operator action counts one), and inbox_window reads the window again in a
+-- snapshot of its own (short). OFFSET 0 keeps the lateral subquery whole, so
+-- that its WHERE is a one-time filter and a task without messages reads
+-- nothing.
 LEFT JOIN LATERAL (
-    SELECT l.lim, r.envelopes, r.seqs, coalesce(cardinality(r.seqs), 0) < least(c.inbox_len, l.lim) AS short
+    SELECT l.lim, r.envelopes, r.seqs,
+           coalesce(cardinality(r.seqs), 0) <> least(c.inbox_len, l.lim)
+           OR NOT EXISTS (SELECT 1 FROM corotask.tasks o WHERE o.task_id = c.task_id
+                          AND o.msg_seq = c.msg_seq AND o.attempts = c.attempts - 1) AS short
     FROM (SELECT coalesce((SELECT q.n FROM unnest($6::text[], $9::int[]) AS q(typ, n) WHERE q.typ = c.task_type),
                           100) AS lim) l
     CROSS JOIN LATERAL (

@@ -48,7 +48,10 @@ ALTER TABLE corotask.tasks
     ADD COLUMN msg_popped bigint NOT NULL DEFAULT 0,
     ADD COLUMN inbox_len integer NOT NULL DEFAULT 0,
     ADD COLUMN inbox_next_len integer NOT NULL DEFAULT 0,
-    ADD COLUMN next_wakes boolean NOT NULL DEFAULT false;
+    ADD COLUMN next_wakes boolean NOT NULL DEFAULT false,
+    -- A counter that went below zero would hide messages from every later
+    -- claim: refused, loudly, instead.
+    ADD CONSTRAINT inbox_counts_valid CHECK (inbox_len >= 0 AND inbox_next_len >= 0 AND msg_popped <= msg_seq);
 
 COMMENT ON COLUMN corotask.tasks.msg_seq IS
 'The seq of the last message delivered to the task (0: none): the next one gets msg_seq + 1.';
@@ -88,6 +91,16 @@ DROP FUNCTION IF EXISTS corotask.commit_polls(uuid[], uuid[], jsonb[], integer[]
     timestamptz[], jsonb[], jsonb[], smallint[], integer, integer, uuid[]);
 DROP FUNCTION IF EXISTS corotask.commit_polls(uuid[], uuid[], jsonb[], integer[], text[], float8[],
     timestamptz[], jsonb[], jsonb[], smallint[], integer, integer, uuid[], uuid, float8);
+
+-- The messages belong to the tasks' owner, who owns the SECURITY DEFINER
+-- functions that write them (create_tasks, send_to_task, ...), whoever runs
+-- the migration.
+DO $$
+BEGIN
+    EXECUTE format('ALTER TABLE corotask.messages OWNER TO %I',
+        (SELECT pg_get_userbyid(c.relowner) FROM pg_class c WHERE c.oid = 'corotask.tasks'::regclass));
+END
+$$;
 
 -- Every role keeps on the messages the privileges it holds on the tasks
 -- (an executor's role reads, writes and deletes them; an operator's reads
