@@ -238,26 +238,16 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 	res.metric("dead_tup_max", maxDead)
 	res.metric("autovacuums", final.Get("autovacuums"))
 	res.metric("vacuums", final.Get("vacuums"))
-	if firstHalf > 0 {
-		growth := secondHalf / firstHalf
+	if growth, verdict, ok := sizeVerdict(firstHalf, secondHalf); ok {
 		res.metric("growth_second_half_vs_first", growth)
-		verdict := "bounded"
-		if growth > 1.5 {
-			verdict = "GROWING"
-		}
 		res.note("size: %s (the largest total size in the second half of the run is %.2fx that of the first half)", verdict, growth)
 	}
 	res.metric("history_total_bytes_max", maxHistory)
 	res.metric("history_rows_max", maxHistoryRows)
 	res.metric("history_total_bytes_final", final.Float("history_total_bytes"))
 	res.metric("history_rows_final", final.Float("history_rows"))
-	if historyFirst > 0 {
-		growth := historySecond / historyFirst
+	if growth, verdict, ok := sizeVerdict(historyFirst, historySecond); ok {
 		res.metric("history_growth_second_half_vs_first", growth)
-		verdict := "bounded"
-		if growth > 1.5 {
-			verdict = "GROWING"
-		}
 		res.note("history size: %s (%.2fx from the first half of the run to the second); retention deletes a task's history with it", verdict, growth)
 	}
 	res.metric("messages_total_bytes_max", maxMessages)
@@ -265,13 +255,8 @@ func runBloat(ctx context.Context, r *runner, res *Result) error {
 	res.metric("messages_dead_tup_max", maxMessagesDead)
 	res.metric("messages_total_bytes_final", final.Float("messages_total_bytes"))
 	res.metric("messages_rows_final", final.Float("messages_rows"))
-	if messagesFirst > 0 {
-		growth := messagesSecond / messagesFirst
+	if growth, verdict, ok := sizeVerdict(messagesFirst, messagesSecond); ok {
 		res.metric("messages_growth_second_half_vs_first", growth)
-		verdict := "bounded"
-		if growth > 1.5 {
-			verdict = "GROWING"
-		}
 		res.note("messages table size: %s (%.2fx from the first half of the run to the second)", verdict, growth)
 	}
 	if msgs > 0 {
@@ -315,4 +300,18 @@ func bloatMsgPoller(msgs int, ended, polls *atomic.Int64) executor.PollerFunc[bl
 		}
 		return executor.Suspend(), nil
 	}
+}
+
+// sizeVerdict compares a table's largest size in the second half of a run
+// with that in the first: "GROWING" past 1.5x, else "bounded". ok is false
+// when the first half has no size to compare with.
+func sizeVerdict(firstHalf, secondHalf float64) (growth float64, verdict string, ok bool) {
+	if firstHalf <= 0 {
+		return 0, "", false
+	}
+	growth = secondHalf / firstHalf
+	if growth > 1.5 {
+		return growth, "GROWING", true
+	}
+	return growth, "bounded", true
 }
