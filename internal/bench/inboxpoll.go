@@ -85,21 +85,16 @@ func runInboxPoll(ctx context.Context, r *runner, res *Result) error {
 				total += popped
 			}
 		}
-		p := percentiles(ds, 50, 99)
-		means[level] = mean(ds)
+		m, p50, p99 := res.levelTimings(level, ds)
+		means[level] = m
 		perPoll := float64(total) / float64(max(len(ds), 1))
 		r.progress("%d messages waiting: poll mean %.3f ms, p50 %.3f ms, p99 %.3f ms, %.0f popped per poll (prefill %.1fs)",
-			level, means[level], p[0], p[1], perPoll, prefill.Seconds())
+			level, m, p50, p99, perPoll, prefill.Seconds())
 		label := fmt.Sprint(level)
-		res.metric("mean_ms_"+label, means[level])
-		res.metric("p50_ms_"+label, p[0])
-		res.metric("p99_ms_"+label, p[1])
 		res.metric("popped_per_poll_"+label, perPoll)
 		res.metric("prefill_sec_"+label, prefill.Seconds())
 	}
-	if len(levels) > 1 {
-		res.metric("poll_ratio", means[levels[len(levels)-1]]/means[levels[0]])
-	}
+	res.levelRatio("poll_ratio", levels, means)
 	res.note("*_ms_LEVEL: one executor.PollOnce (claim, poll, commit) of a task with LEVEL messages waiting, whose poller pops every message it is shown and suspends; %d timed after %d untimed; poll_ratio = mean at the highest level / mean at the lowest", o.Iterations, inboxPollWarmup)
 	res.note("before each poll, untimed, a filler task's poll sends as many messages as the last poll popped (Task.Send, one commit), which tops the backlog back up to LEVEL and wakes the task; popped_per_poll is how many messages a poll is shown")
 	return nil

@@ -350,3 +350,24 @@ func rate(n int, d time.Duration) float64 {
 	}
 	return float64(n) / d.Seconds()
 }
+
+// levelTimings records the mean, p50 and p99 of ds, in ms, as
+// mean_ms_LEVEL, p50_ms_LEVEL and p99_ms_LEVEL (the scenarios that time one
+// operation at several levels: send, inboxpoll), and returns them.
+func (r *Result) levelTimings(level int, ds []time.Duration) (meanMs, p50, p99 float64) {
+	p := percentiles(ds, 50, 99)
+	meanMs = mean(ds)
+	label := fmt.Sprint(level)
+	r.metric("mean_ms_"+label, meanMs)
+	r.metric("p50_ms_"+label, p[0])
+	r.metric("p99_ms_"+label, p[1])
+	return meanMs, p[0], p[1]
+}
+
+// levelRatio records name, the mean at the highest of levels over that at
+// the lowest, when there are two levels or more.
+func (r *Result) levelRatio(name string, levels []int, means map[int]float64) {
+	if len(levels) > 1 {
+		r.metric(name, means[levels[len(levels)-1]]/means[levels[0]])
+	}
+}

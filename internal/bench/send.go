@@ -63,20 +63,15 @@ func runSend(ctx context.Context, r *runner, res *Result) error {
 		if err := db.QueryRow(ctx, "SELECT pg_column_size(t.*) FROM corotask.tasks t WHERE task_id = $1", id).Scan(&rowBytes); err != nil {
 			return fmt.Errorf("size of task %s: %w", id, err)
 		}
-		p := percentiles(ds, 50, 99)
-		means[level] = mean(ds)
+		m, p50, p99 := res.levelTimings(level, ds)
+		means[level] = m
 		r.progress("%d messages waiting: send mean %.3f ms, p50 %.3f ms, p99 %.3f ms (prefill %.1fs)",
-			level, means[level], p[0], p[1], prefill.Seconds())
+			level, m, p50, p99, prefill.Seconds())
 		label := fmt.Sprint(level)
-		res.metric("mean_ms_"+label, means[level])
-		res.metric("p50_ms_"+label, p[0])
-		res.metric("p99_ms_"+label, p[1])
 		res.metric("prefill_sec_"+label, prefill.Seconds())
 		res.metric("row_bytes_"+label, float64(rowBytes))
 	}
-	if len(levels) > 1 {
-		res.metric("send_ratio", means[levels[len(levels)-1]]/means[levels[0]])
-	}
+	res.levelRatio("send_ratio", levels, means)
 	res.note("*_ms_LEVEL: one inbox.Send (autocommit, one connection) to a task with LEVEL messages waiting, %d timed after %d untimed; send_ratio = mean at the highest level / mean at the lowest (0 by default)", o.N, sendWarmup)
 	res.note("each level has a fresh task of a type nothing polls, filled by a filler task's poll (Task.Send, %d messages per commit); row_bytes is the task's row (pg_column_size) after the sends, its inbox included when the inbox is kept in the row", fillChunk)
 	return nil
