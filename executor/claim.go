@@ -349,10 +349,8 @@ WITH open_quota AS (
         t.msg_popped, t.msg_seq, t.inbox_len
 )%s
 SELECT c.task_id, c.task_type, c.parent_id, c.inner_state,
-       CASE WHEN w.short THEN (corotask.inbox_window(c.task_id, c.msg_popped, c.msg_seq, w.lim)).envelopes
-            ELSE w.envelopes END,
-       CASE WHEN w.short THEN (corotask.inbox_window(c.task_id, c.msg_popped, c.msg_seq, w.lim)).seqs
-            ELSE w.seqs END,
+       CASE WHEN w.short THEN f.envelopes ELSE w.envelopes END,
+       CASE WHEN w.short THEN f.seqs ELSE w.seqs END,
        c.inbox_len > w.lim, c.claim, c.failures, c.attempts,
        c.task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz, c.trace
 FROM claimed c
@@ -382,6 +380,12 @@ LEFT JOIN LATERAL (
     WHERE c.inbox_len > 0
     OFFSET 0
 ) w ON true
+-- The re-read, once, and only for a short window (a one-time filter too).
+LEFT JOIN LATERAL (
+    SELECT r.envelopes, r.seqs FROM corotask.inbox_window(c.task_id, c.msg_popped, c.msg_seq, w.lim) AS r
+    WHERE w.short
+    OFFSET 0
+) f ON true
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
     SELECT min(n.wake_at) FROM unnest($6::text[]) AS q(typ)
