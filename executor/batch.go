@@ -137,6 +137,14 @@ func (e *Executor) commitBatch(ctx context.Context, batch []*pendingCommit) {
 		plan.at = time.Now()
 	}
 	as, err := e.runBatch(ctx, batch)
+	for tries := 1; err != nil && plan == nil && dberr.Severed(err) && tries <= e.severedRetries(); tries++ {
+		// The connection was severed: the batch is tried again at once on
+		// another, rather than each poll committing on its own. (A batch
+		// that committed before the reply was lost is fenced the second
+		// time.) One that creates claimed children is left to dropChildren,
+		// which knows what to do with children of unknown fate.
+		as, err = e.runBatch(ctx, batch)
+	}
 	children := 0
 	switch {
 	case plan == nil:

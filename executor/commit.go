@@ -258,6 +258,11 @@ func (e *Executor) retry(pctx context.Context, c *claimed, write func() error) e
 		if attempt >= 100 {
 			return err
 		}
+		if dberr.Severed(err) && attempt <= e.severedRetries() {
+			// Another connection most likely works: no wait.
+			e.log.Warn("corotask: database write's connection was severed; retrying at once", "task", c.id, "error", err)
+			continue
+		}
 		d := backoff(50*time.Millisecond, 2*time.Second, attempt)
 		e.log.Warn("corotask: database write failed; retrying", "task", c.id, "error", err, "retry_in", d)
 		t := time.NewTimer(d)

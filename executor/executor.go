@@ -46,8 +46,15 @@ type Executor struct {
 	cfg    Config
 	log    *slog.Logger
 	keeper *heartbeat.Keeper
-	cfgErr error         // what is wrong with cfg: Run and PollOnce refuse to start
-	wake   chan struct{} // a claim is worth trying: a NOTIFY, or a slot freed
+	cfgErr error // what is wrong with cfg: Run and PollOnce refuse to start
+	// severedRetries is how many times in a row a statement whose
+	// connection was severed is tried again at once (see dberr.Severed):
+	// one more than the pool's connections, so that a pool whose every idle
+	// connection was killed (a failover, a pooler's restart) is run through
+	// before any backoff. Evaluated on first use: tests make executors on
+	// pools that were never opened.
+	severedRetries func() int
+	wake           chan struct{} // a claim is worth trying: a NOTIFY, or a slot freed
 	// listening is closed once LISTEN is in place, so that the first claim
 	// misses no notification.
 	listening  chan struct{}
@@ -110,6 +117,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Executor {
 		pool:           pool,
 		cfg:            cfg,
 		cfgErr:         cfg.validate(),
+		severedRetries: sync.OnceValue(func() int { return int(pool.Config().MaxConns) + 1 }),
 		log:            cfg.Logger,
 		wake:           make(chan struct{}, 1),
 		listening:      make(chan struct{}),
@@ -356,7 +364,7 @@ func (e *Executor) inflightCount() int {
 func (e *Executor) claimLoop(ctx context.Context, pollBase context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	failures := 0
+	failures, severed := 0, 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -381,7 +389,22 @@ func (e *Executor) claimLoop(ctx context.Context, pollBase context.Context) erro
 				}
 			}
 			if err == nil {
-				got, next, err = e.claim(ctx, req)
+				// The claim is not canceled with ctx: one canceled after the
+				// server committed it would leave tasks claimed that no
+				// executor knows it holds, unpolled until their claims
+				// expire. It is bounded by the heartbeat timeout instead,
+				// when those claims would expire anyway.
+				claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.HeartbeatTimeout)
+				got, next, err = e.claim(claimCtx, req)
+				cancel()
+			}
+			if err == nil && ctx.Err() != nil {
+				// Claimed as the stop began (a claim runs to its end, so that
+				// none is left held unknown to this executor): given back.
+				if len(got) > 0 {
+					e.giveBack(got, 0)
+				}
+				return nil
 			}
 			if err == nil && e.schema.faulted.Load() {
 				// Claimed as a fault stopped the executor: not polled.
@@ -395,12 +418,19 @@ func (e *Executor) claimLoop(ctx context.Context, pollBase context.Context) erro
 				return nil
 			case e.schemaFault(err):
 				continue
+			case err != nil && dberr.Severed(err) && severed < e.severedRetries():
+				// The pool's connection was gone (a killed backend, a
+				// pooler's restart): another one most likely works.
+				failures++
+				severed++
+				e.log.Warn("corotask: claim's connection was severed; retrying at once", "error", err)
+				continue
 			case err != nil:
 				failures++
 				wait = backoff(e.cfg.PollInterval/4, e.cfg.PollInterval*10, failures)
 				e.log.Error("corotask: claim failed; retrying", "error", err, "retry_in", wait)
 			default:
-				failures = 0
+				failures, severed = 0, 0
 				var dup []*claimed
 				for _, c := range got {
 					if !e.start(pollBase, c) {
@@ -646,12 +676,31 @@ func (e *Executor) forget(f *flight) {
 }
 
 // giveBack releases claims this executor took but will not poll; their
-// tasks are ready again after delay.
+// tasks are ready again after delay. A release that fails for the database's
+// sake is tried again for up to 10 s (at once after a severed connection):
+// a claim not given back waits for its expiry, and is then taken over as a
+// failed attempt.
 func (e *Executor) giveBack(cs []*claimed, delay time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := e.release(ctx, delay, cs...); err != nil {
-		e.log.Error("corotask: release claims", "error", err)
+	for attempt := 1; ; attempt++ {
+		err := e.release(ctx, delay, cs...)
+		if err == nil {
+			return
+		}
+		if !transient(err) || ctx.Err() != nil {
+			e.log.Error("corotask: release claims", "claims", len(cs), "error", err)
+			return
+		}
+		if dberr.Severed(err) && attempt <= e.severedRetries() {
+			continue
+		}
+		t := time.NewTimer(backoff(50*time.Millisecond, time.Second, attempt))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -39,15 +40,23 @@ func (e *Executor) checkListen(ctx context.Context, timeout time.Duration) error
 
 // listen holds one connection that LISTENs for ready tasks (corotask_ready,
 // payload: the task type) and canceled tasks (corotask_cancel, payload: the
-// task id), and reacts at once. It reconnects with backoff after errors.
+// task id), and reacts at once. It reconnects at once after its connection
+// was severed (see dberr.Severed), else with backoff: while it is away, ready
+// tasks are found only every PollInterval.
 func (e *Executor) listen(ctx context.Context) {
+	severed := 0
 	for attempt := 1; ctx.Err() == nil; attempt++ {
 		heard, err := e.listenConn(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if heard {
-			attempt = 1
+			attempt, severed = 1, 0
+		}
+		if dberr.Severed(err) && severed < e.severedRetries() {
+			severed++
+			e.log.Warn("corotask: LISTEN connection severed; reconnecting at once", "error", err)
+			continue
 		}
 		d := backoff(100*time.Millisecond, 10*time.Second, attempt)
 		e.log.Warn("corotask: LISTEN connection lost; reconnecting", "error", err, "retry_in", d)

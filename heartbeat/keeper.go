@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/internal/cause"
+	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -174,8 +175,9 @@ func (k *Keeper) Run(ctx context.Context) error {
 		return fmt.Errorf("heartbeat: Config.Interval (%s) must be positive and shorter than Timeout (%s)", k.cfg.Interval, k.cfg.Timeout)
 	}
 	defer k.Close()
-	t := time.NewTicker(k.cfg.Interval)
+	t := time.NewTimer(k.cfg.Interval)
 	defer t.Stop()
+	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -187,10 +189,25 @@ func (k *Keeper) Run(ctx context.Context) error {
 		if k.cfg.Renewed != nil && n > 0 {
 			k.cfg.Renewed(ctx, n, time.Since(start), err)
 		}
+		next := k.cfg.Interval
 		if err != nil && ctx.Err() == nil {
-			k.cfg.Logger.Warn("corotask: heartbeat renewal failed; retrying", "error", err, "claims", k.Len())
+			// Tried again well before the next interval: claims last
+			// Timeout from their last renewal, and a whole interval lost to
+			// each failure would let two or three failures expire them.
+			failures++
+			next = min(next, retryDelay(failures))
+			k.cfg.Logger.Warn("corotask: heartbeat renewal failed; retrying", "error", err, "claims", k.Len(), "retry_in", next)
+		} else {
+			failures = 0
 		}
+		t.Reset(max(next-time.Since(start), 0))
 	}
+}
+
+// retryDelay is the wait before renewal attempt failures+1 after failed
+// ones: 100 ms doubled per failure.
+func retryDelay(failures int) time.Duration {
+	return 100 * time.Millisecond << min(failures-1, 10)
 }
 
 // Renew renews every kept claim now, in one statement. Claims the database no
@@ -234,19 +251,15 @@ func (k *Keeper) Renew(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	// A row another transaction holds (the poll's own commit, most likely) is
-	// skipped rather than waited for: a renewal never blocks, so it cannot
-	// deadlock with commits. A skipped claim that still matches is kept and
-	// tried again at the next interval.
 	renewed := k.renewed
-	err := k.collect(ctx, renewed, `WITH locked AS MATERIALIZED (
-			SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
-			JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim
-			FOR UPDATE OF t SKIP LOCKED
-		)
-		UPDATE corotask.tasks t SET heartbeat = now(), claim_expires_at = now() + make_interval(secs => $3)
-		FROM locked WHERE t.task_id = locked.task_id
-		RETURNING t.task_id`, ids, tokens, k.cfg.Timeout.Seconds())
+	err := k.collect(ctx, renewed, renewSQL, ids, tokens, k.cfg.Timeout.Seconds())
+	for tries := 1; err != nil && dberr.Severed(err) && ctx.Err() == nil && tries <= severedRetries; tries++ {
+		// The connection was killed while it waited for this renewal (an
+		// idle-session killer, a pooler's restart): at once on a new one.
+		k.dropConn()
+		clear(renewed)
+		err = k.collect(ctx, renewed, renewSQL, ids, tokens, k.cfg.Timeout.Seconds())
+	}
 	var held, canceled map[tasks.ID]bool
 	if err == nil && len(renewed) < len(ids) {
 		held, canceled = map[tasks.ID]bool{}, map[tasks.ID]bool{}
@@ -309,6 +322,25 @@ func (k *Keeper) Renew(ctx context.Context) error {
 	}
 	return nil
 }
+
+// renewSQL renews the claims ($1, $2) that still match, for $3 seconds. A
+// row another transaction holds (the poll's own commit, most likely) is
+// skipped rather than waited for: a renewal never blocks, so it cannot
+// deadlock with commits. A skipped claim that still matches is kept and tried
+// again at the next interval.
+const renewSQL = `WITH locked AS MATERIALIZED (
+		SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
+		JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim
+		FOR UPDATE OF t SKIP LOCKED
+	)
+	UPDATE corotask.tasks t SET heartbeat = now(), claim_expires_at = now() + make_interval(secs => $3)
+	FROM locked WHERE t.task_id = locked.task_id
+	RETURNING t.task_id`
+
+// severedRetries is how many times in a row a renewal whose connection was
+// severed is tried again at once: through a pool, each may meet another
+// connection killed while idle.
+const severedRetries = 3
 
 // collect runs a query that returns task IDs, and adds them to the set out.
 // k.renewing is held.

@@ -1,0 +1,37 @@
+package dberr
+
+import (
+	"errors"
+	"io"
+	"net"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Severed reports whether err says that an established connection broke
+// under a statement: the server ended the session (an administrator's
+// pg_terminate_backend, an idle-session killer, a server stopping: 57P01,
+// 57P02; a connection failure, 08003, 08006), or the socket closed or failed
+// mid-reply. Another connection most likely works, so the statement is worth
+// trying again at once, on a fresh one. A failure to open a connection is
+// not severed: the server is not accepting, and is waited out (Unreachable).
+func Severed(err error) bool {
+	if err == nil {
+		return false
+	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "57P01", "57P02", "08003", "08006":
+			return true
+		}
+		return false
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, pgconn.ErrConnClosed)
+}
