@@ -14,6 +14,9 @@ const (
 	// backlogSampleTimeout bounds one sample: a session killed or stalled
 	// costs that sample, not the next ones.
 	backlogSampleTimeout = 5 * time.Second
+	// backlogTries is how many times a sample is tried, each on a new
+	// session when the last was killed.
+	backlogTries = 3
 )
 
 // backlogSample is the number of tasks created and not done yet, at a time.
@@ -24,7 +27,8 @@ type backlogSample struct {
 
 // backlogSampler counts the live tasks (created and committed, not done)
 // every backlogEvery until stopped. A sample that fails (its session
-// killed) is counted and skipped; the pool opens a new session for the next.
+// killed) is tried again at once, on a new session the pool opens; one that
+// fails backlogTries times is counted and skipped.
 type backlogSampler struct {
 	db      *pgxpool.Pool
 	cancel  context.CancelFunc
@@ -51,10 +55,20 @@ func (s *backlogSampler) loop(ctx context.Context) {
 	tick := time.NewTicker(backlogEvery)
 	defer tick.Stop()
 	for {
-		sctx, cancel := context.WithTimeout(ctx, backlogSampleTimeout)
-		at := time.Now()
-		n, err := countBacklog(sctx, s.db)
-		cancel()
+		var (
+			at  time.Time
+			n   int64
+			err error
+		)
+		for range backlogTries {
+			sctx, cancel := context.WithTimeout(ctx, backlogSampleTimeout)
+			at = time.Now()
+			n, err = countBacklog(sctx, s.db)
+			cancel()
+			if err == nil || ctx.Err() != nil {
+				break
+			}
+		}
 		s.mu.Lock()
 		if err == nil {
 			s.samples = append(s.samples, backlogSample{at: at, n: n})
