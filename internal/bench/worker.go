@@ -135,8 +135,11 @@ func worker(specJSON string, stdin io.Reader, stdout, stderr io.Writer) int {
 		_, _ = io.Copy(io.Discard, stdin)
 		cancel()
 	}()
-	<-ctx.Done()
-	err = <-done
+	select {
+	case err = <-done: // Run failed on its own
+	case <-ctx.Done():
+		err = <-done
+	}
 	if spec.CPUProfile != "" {
 		pprof.StopCPUProfile()
 	}
