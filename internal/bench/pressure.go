@@ -113,7 +113,7 @@ func runPressure(ctx context.Context, r *runner, res *Result) error {
 	if err != nil {
 		return err
 	}
-	m := pressureMeasure{ph: ph, tasks: rows, samples: samples, produced: prod.created.Load()}
+	m := pressureMeasure{ph: ph, tasks: rows, samples: samples, produced: prod.created.Load(), rate: o.Rate}
 	m.record(res)
 	res.Metrics = append(res.Metrics, more.Metrics...)
 	res.Notes = append(res.Notes, more.Notes...)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -90,6 +91,7 @@ type pressureMeasure struct {
 	tasks    []pressureTask
 	samples  []backlogSample
 	produced int64 // tasks the producer committed
+	rate     int   // tasks the producer creates a second
 }
 
 // window is a span of time [from, to).
@@ -194,7 +196,10 @@ func (m pressureMeasure) in(w window) (created, done int, pickups []time.Duratio
 
 // recordBacklog records the backlog before the pressure (the highest
 // sampled in before), its peak from the pressure on, and how long after
-// the pressure it took to come back to its level before.
+// the pressure it took to come back to its level before. That level is
+// backlog_before plus one producer batch (Rate × produceEvery): the
+// backlog moves by whole batches, and a sample taken just before a batch is
+// claimed sees one more than the sample before it, pressure or not.
 func (m pressureMeasure) recordBacklog(res *Result, before window) {
 	var base, peak int64
 	var peakAt time.Time
@@ -217,11 +222,13 @@ func (m pressureMeasure) recordBacklog(res *Result, before window) {
 			break
 		}
 	}
-	if d, ok := recovery(m.samples, m.ph.release, base); ok {
+	level := base + int64(math.Ceil(float64(m.rate)*produceEvery.Seconds()))
+	res.metric("recovery_level", level)
+	if d, ok := recovery(m.samples, m.ph.release, level); ok {
 		res.metric("recovery_sec", d.Seconds())
 	} else {
 		res.metric("recovery_sec", nil)
-		res.note("recovery_sec: the backlog never came back to %d (backlog_before) for %s after the pressure", base, recoveryHold)
+		res.note("recovery_sec: the backlog never came back to %d (recovery_level) for %s after the pressure", level, recoveryHold)
 	}
 }
 
