@@ -18,7 +18,8 @@ var benchCmd = &command{
 	example: `corotask bench oneshot -n 50000 -workers 100
 corotask bench pingpong --json
 corotask bench oneshot -executors 2
-corotask bench tree -stock-cluster -statements`,
+corotask bench tree -stock-cluster -statements
+corotask bench pressure -stock-cluster -mode killbackends`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		var opts bench.Options
 		opts.RegisterFlags(fs)

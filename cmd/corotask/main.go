@@ -18,8 +18,8 @@ import (
 )
 
 func main() {
-	// A worker process of `corotask bench oneshot -executors N` runs its
-	// executor and exits here.
+	// A worker process of `corotask bench oneshot -executors N` (or of
+	// `corotask bench pressure`) runs its executor and exits here.
 	bench.MaybeWorker()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)

@@ -10,7 +10,7 @@
 // The CLI wires it in with a few lines:
 //
 //	func main() {
-//		bench.MaybeWorker() // first thing: a worker process of `bench oneshot -executors N`
+//		bench.MaybeWorker() // first thing: a worker process of `bench oneshot -executors N`, `bench pressure`
 //		...
 //	}
 //
@@ -61,12 +61,14 @@ type Options struct {
 	// and fib(N) for tree (20, 21,891 tasks).
 	N int
 	// Workers is how many polls run at once, in total over all executors
-	// (executor.Config.Concurrency): oneshot, tree, fanin, bloat. Default 100.
+	// (executor.Config.Concurrency): oneshot, tree, fanin, bloat, pressure.
+	// Default 100 (pressure 64).
 	Workers int
-	// Executors is how many executors share the oneshot work, each with its
-	// own pool and Workers/Executors slots. Default 1. More than one run as
-	// worker processes (this binary re-executed; see MaybeWorker) unless
-	// InProcess.
+	// Executors is how many executors share the oneshot or pressure work,
+	// each with its own pool and Workers/Executors slots. Default 1
+	// (pressure with Mode "stop": 2, the least it takes). oneshot runs more
+	// than one, and pressure any number, as worker processes (this binary
+	// re-executed; see MaybeWorker) unless InProcess.
 	Executors int
 	// InProcess runs every executor in this process (each with its own
 	// pool) instead of in worker processes.
@@ -94,8 +96,34 @@ type Options struct {
 	// completions). Default "await".
 	Wait string
 	// Duration is how long the heartbeat scenario holds its polls in flight
-	// once they all are (10s).
+	// once they all are (10s), and the length of the pressure scenario's
+	// pressure phase (60s).
 	Duration time.Duration
+	// Mode is the pressure the pressure scenario applies during Duration:
+	// "none" (the default), "killbackends" (pg_terminate_backend on every
+	// session of the scenario's database, KillRate times a second),
+	// "idletx" (one transaction holding a transaction ID open), "readers"
+	// (Readers sessions scanning the tasks table in REPEATABLE READ
+	// transactions, back to back) or "stop" (Stops worker processes stopped
+	// with SIGTERM and replaced).
+	Mode string
+	// Rate is how many tasks a second the pressure scenario creates, from
+	// the start of Warmup to the end of After. Default 800.
+	Rate int
+	// Warmup is the pressure scenario's phase at Rate before the pressure.
+	// Default 10s.
+	Warmup time.Duration
+	// After is the pressure scenario's phase at Rate once the pressure has
+	// ended, before the producer stops. Default 30s.
+	After time.Duration
+	// KillRate is how many times a second Mode "killbackends" terminates
+	// the sessions. Default 2.
+	KillRate float64
+	// Readers is how many sessions Mode "readers" runs. Default 4.
+	Readers int
+	// Stops is how many times Mode "stop" stops a worker process, evenly
+	// over Duration. Default 10.
+	Stops int
 	// HeartbeatInterval is the executor's heartbeat interval in the heartbeat
 	// scenario. Default 1s.
 	HeartbeatInterval time.Duration
@@ -175,6 +203,7 @@ var scenarios = []scenario{
 	{"bloat", "N task lifecycles (create, claim, commit done, retention delete), each with -messages messages: tables' size and dead tuples over time", runBloat, "lifecycles_per_sec"},
 	{"send", "one inbox.Send to a task with -levels messages already waiting: ms per send, relative to the lowest level", runSend, ""},
 	{"inboxpoll", "one poll (PollOnce) of a task with -levels messages waiting, popping all it is shown: ms per poll, relative to the lowest level", runInboxPoll, ""},
+	{"pressure", "-rate tasks/s through -warmup, -duration under -mode pressure, then -after: pickup latency, throughput, backlog, recovery", runPressure, ""},
 }
 
 // Scenarios returns the names of the scenarios, in the order "all" runs them.
@@ -210,9 +239,9 @@ Sizes default to the targets of docs/benchmarks.md; use smaller ones (e.g.
 // and first argument).
 func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.N, "n", o.N, "`N`: tasks (oneshot 50000, create 100000), round trips (pingpong 2000), lifecycles (bloat 200000), sends per level (send 200), fib(N) (tree 20)")
-	fs.IntVar(&o.Workers, "workers", o.Workers, "polls at once over all executors, `N` (default 100)")
-	fs.IntVar(&o.Executors, "executors", o.Executors, "oneshot: executor processes, `N` (default 1)")
-	fs.BoolVar(&o.InProcess, "in-process", o.InProcess, "oneshot: run the executors in this process, not as worker processes")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "polls at once over all executors, `N` (default 100, pressure 64)")
+	fs.IntVar(&o.Executors, "executors", o.Executors, "oneshot, pressure: executor processes, `N` (default 1, pressure -mode stop 2)")
+	fs.BoolVar(&o.InProcess, "in-process", o.InProcess, "oneshot, pressure: run the executors in this process, not as worker processes")
 	fs.IntVar(&o.Pool, "pool", o.Pool, "connections per executor pool, `N` (default 20)")
 	fs.IntVar(&o.Batch, "batch", o.Batch, "tasks per CreateMany call, `N` (default 1000)")
 	fs.IntVar(&o.Writers, "writers", o.Writers, "create: concurrent CreateMany callers, `N` (default 1)")
@@ -221,7 +250,14 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Shape, "shape", o.Shape, "tree: `SHAPE` fib or kary (default fib)")
 	fs.IntVar(&o.Depth, "depth", o.Depth, "tree: depth of the kary tree, `N` (default 4)")
 	fs.StringVar(&o.Wait, "wait", o.Wait, "tree, fanin: parents wait for their children with `MODE` await (AwaitChildren) or suspend (Suspend, woken at each completion) (default await)")
-	fs.DurationVar(&o.Duration, "duration", o.Duration, "heartbeat: how long to hold the polls in flight (default 10s)")
+	fs.DurationVar(&o.Duration, "duration", o.Duration, "heartbeat: how long to hold the polls in flight (default 10s); pressure: the pressure phase (default 60s)")
+	fs.StringVar(&o.Mode, "mode", o.Mode, "pressure: `MODE` none, killbackends, idletx, readers or stop (default none)")
+	fs.IntVar(&o.Rate, "rate", o.Rate, "pressure: tasks created a second, `R` (default 800)")
+	fs.DurationVar(&o.Warmup, "warmup", o.Warmup, "pressure: the phase at -rate before the pressure (default 10s)")
+	fs.DurationVar(&o.After, "after", o.After, "pressure: the phase at -rate after the pressure, before the producer stops (default 30s)")
+	fs.Float64Var(&o.KillRate, "kill-rate", o.KillRate, "pressure -mode killbackends: rounds of pg_terminate_backend a second, `N` (default 2)")
+	fs.IntVar(&o.Readers, "readers", o.Readers, "pressure -mode readers: sessions scanning the tasks table in REPEATABLE READ transactions, `N` (default 4)")
+	fs.IntVar(&o.Stops, "stops", o.Stops, "pressure -mode stop: worker processes stopped with SIGTERM, then replaced, `N` (default 10)")
 	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", o.HeartbeatInterval, "heartbeat: the executor's heartbeat interval (default 1s)")
 	fs.DurationVar(&o.Gap, "gap", o.Gap, "pingpong: pause between round trips (default 5ms)")
 	fs.Var((*intList)(&o.Levels), "levels", "comma-separated counts: idle's background tasks (default 0,10000,100000); messages waiting for send (default 0,50000) and inboxpoll (default 100,50000)")
@@ -330,6 +366,12 @@ func (o Options) withDefaults(name string) Options {
 		def(&o.N, 200)
 	case "tree":
 		def(&o.N, 20)
+	case "pressure":
+		def(&o.Workers, 64)
+		defD(&o.Duration, time.Minute)
+		if o.Mode == "stop" {
+			def(&o.Executors, 2)
+		}
 	}
 	def(&o.Workers, 100)
 	def(&o.Executors, 1)
@@ -366,6 +408,17 @@ func (o Options) withDefaults(name string) Options {
 	defD(&o.Gap, 5*time.Millisecond)
 	defD(&o.Retention, 2*time.Second)
 	defD(&o.SampleEvery, 5*time.Second)
+	if o.Mode == "" {
+		o.Mode = "none"
+	}
+	def(&o.Rate, 800)
+	defD(&o.Warmup, 10*time.Second)
+	defD(&o.After, 30*time.Second)
+	if o.KillRate == 0 {
+		o.KillRate = 2
+	}
+	def(&o.Readers, 4)
+	def(&o.Stops, 10)
 	if o.History == "" {
 		o.History = "on"
 	}
@@ -377,10 +430,20 @@ func (o Options) validate() error {
 		name string
 		v    int
 	}{{"n", o.N}, {"workers", o.Workers}, {"executors", o.Executors}, {"pool", o.Pool}, {"batch", o.Batch},
-		{"writers", o.Writers}, {"k", o.K}, {"m", o.M}, {"depth", o.Depth}, {"iterations", o.Iterations}} {
+		{"writers", o.Writers}, {"k", o.K}, {"m", o.M}, {"depth", o.Depth}, {"iterations", o.Iterations},
+		{"rate", o.Rate}, {"readers", o.Readers}, {"stops", o.Stops}} {
 		if v.v < 0 {
 			return fmt.Errorf("-%s must not be negative", v.name)
 		}
+	}
+	if o.Warmup < 0 || o.After < 0 || o.Duration < 0 || o.KillRate < 0 {
+		return errors.New("-warmup, -after, -duration and -kill-rate must not be negative")
+	}
+	if o.Mode != "" && !slices.Contains(pressureModes, o.Mode) {
+		return fmt.Errorf("-mode must be one of %s, not %q", strings.Join(pressureModes, ", "), o.Mode)
+	}
+	if o.Mode == "stop" && (o.Executors == 1 || o.InProcess) {
+		return errors.New("pressure -mode stop stops worker processes while others go on: it needs -executors 2 or more, not -in-process")
 	}
 	if o.Pool == 1 {
 		return errors.New("-pool must be at least 2 (the executor holds one connection for LISTEN)")

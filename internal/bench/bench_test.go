@@ -68,6 +68,7 @@ func TestScenariosSmoke(t *testing.T) {
 		"bloat":     {N: 3000, Workers: 10, Pool: 4, Retention: 300 * time.Millisecond, SampleEvery: 300 * time.Millisecond},
 		"send":      {N: 20, Levels: []int{0, 300}},
 		"inboxpoll": {Levels: []int{5, 300}, Iterations: 10},
+		"pressure":  {Rate: 100, Warmup: time.Second, Duration: time.Second, After: time.Second, Workers: 8, Pool: 4},
 	}
 	require.ElementsMatch(t, Scenarios(), keys(tiny), "a tiny size for every scenario")
 	for _, name := range Scenarios() {
@@ -128,6 +129,9 @@ func TestScenariosSmoke(t *testing.T) {
 				require.Equal(t, 5.0, m["popped_per_poll_5"], "a poll pops the 5 waiting")
 				require.Positive(t, m["popped_per_poll_300"])
 				require.LessOrEqual(t, m["popped_per_poll_300"], 300.0)
+			case "pressure":
+				require.Equal(t, "none", rec.Params["mode"])
+				require.Equal(t, m["created_by_producer"], m["done"])
 			}
 		})
 	}

@@ -10,22 +10,28 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/corotask/corotask/executor"
+	"github.com/corotask/corotask/tasks"
 )
 
 // WorkerEnv is the environment variable that turns a process into a bench
-// worker: `corotask bench oneshot -executors N` re-executes its own binary
-// (os.Executable) N times with it set, and each of those processes runs one
-// executor until its standard input closes. See MaybeWorker.
+// worker: `corotask bench oneshot -executors N` (and `bench pressure`)
+// re-executes its own binary (os.Executable) N times with it set, and each
+// of those processes runs one executor until its standard input closes or it
+// receives SIGTERM, which it takes as a service would: a graceful stop. See
+// MaybeWorker.
 const WorkerEnv = "COROTASK_BENCH_WORKER"
 
-// workerReady is the line a worker prints once its executor runs.
+// workerReady begins the line a worker prints once its executor runs; the
+// executor's ID follows it.
 const workerReady = "corotask-bench-worker ready"
 
 // MaybeWorker makes this process a bench worker, and exits it when done,
@@ -45,7 +51,7 @@ func MaybeWorker() {
 type workerSpec struct {
 	URL         string `json:"url"`
 	DB          string `json:"db,omitempty"`
-	Kind        string `json:"kind"` // "oneshot"
+	Kind        string `json:"kind"` // "oneshot" or "pressure"
 	Concurrency int    `json:"concurrency"`
 	Pool        int    `json:"pool"`
 	CPUProfile  string `json:"cpuprofile,omitempty"`
@@ -55,16 +61,19 @@ type workerSpec struct {
 
 // workerReport is what a worker says when it stops, as one JSON line.
 type workerReport struct {
-	FirstPollUnixNano int64  `json:"first_poll_unix_nano"`
-	Polls             int64  `json:"polls"`
-	CPUNano           int64  `json:"cpu_nano"`
-	PeakRSS           int64  `json:"peak_rss_bytes"`
-	HeapInuse         int64  `json:"heap_inuse_bytes"`
-	Error             string `json:"error,omitempty"`
+	FirstPollUnixNano int64 `json:"first_poll_unix_nano"`
+	Polls             int64 `json:"polls"`
+	CPUNano           int64 `json:"cpu_nano"`
+	PeakRSS           int64 `json:"peak_rss_bytes"`
+	HeapInuse         int64 `json:"heap_inuse_bytes"`
+	// Logs counts the executor's log records by level and message.
+	Logs  map[string]int64 `json:"logs,omitempty"`
+	Error string           `json:"error,omitempty"`
 }
 
-// worker runs one executor as spec says until stdin closes, then prints its
-// report on stdout; it returns the process's exit code.
+// worker runs one executor as spec says until stdin closes or SIGTERM
+// comes, then prints its report on stdout; it returns the process's exit
+// code.
 func worker(specJSON string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var spec workerSpec
 	fail := func(err error) int {
@@ -76,18 +85,25 @@ func worker(specJSON string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
 		return fail(fmt.Errorf("bad %s: %w", WorkerEnv, err))
 	}
-	if spec.Kind != "oneshot" {
+	if spec.Kind != "oneshot" && spec.Kind != "pressure" {
 		return fail(fmt.Errorf("unknown worker kind %q", spec.Kind))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	// SIGTERM is a graceful stop, as for a service: Run's context ends,
+	// Run returns once its polls have, and the process exits.
+	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stopSignals()
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pool, err := openPool(ctx, spec.URL, spec.DB, spec.Pool)
 	if err != nil {
 		return fail(err)
 	}
 	defer pool.Close()
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg := executor.Config{Concurrency: spec.Concurrency, Logger: log, Retention: -1}
+	tally := newLogTally(stderr)
+	cfg := executor.Config{Concurrency: spec.Concurrency, Logger: slog.New(tally)}
+	if spec.Kind == "oneshot" {
+		cfg.Retention = -1 // the scenario counts the tasks it ran
+	}
 	if spec.OTel {
 		if cfg.Hooks, err = otelHooks(); err != nil {
 			return fail(err)
@@ -96,7 +112,12 @@ func worker(specJSON string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := executor.New(pool, cfg)
 	var first firstTime
 	var polls atomic.Int64
-	executor.Register(e, oneshotType, oneshotPoller(&first, &polls), executor.History(!spec.NoHistory))
+	history := executor.History(!spec.NoHistory)
+	if spec.Kind == "pressure" {
+		executor.Register(e, pressureType, pressurePoller(&polls), history)
+	} else {
+		executor.Register(e, oneshotType, oneshotPoller(&first, &polls), history)
+	}
 	if spec.CPUProfile != "" {
 		f, err := os.Create(spec.CPUProfile)
 		if err != nil {
@@ -109,17 +130,24 @@ func worker(specJSON string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
-	fmt.Fprintln(stdout, workerReady)
-	_, _ = io.Copy(io.Discard, stdin)
-	cancel()
-	err = <-done
+	fmt.Fprintln(stdout, workerReady, e.ID())
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		cancel()
+	}()
+	select {
+	case err = <-done: // Run failed on its own
+	case <-ctx.Done():
+		err = <-done
+	}
 	if spec.CPUProfile != "" {
 		pprof.StopCPUProfile()
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	_, peak := rssBytes()
-	rep := workerReport{Polls: polls.Load(), CPUNano: int64(selfCPU()), PeakRSS: peak, HeapInuse: int64(ms.HeapInuse)}
+	rep := workerReport{Polls: polls.Load(), CPUNano: int64(selfCPU()), PeakRSS: peak, HeapInuse: int64(ms.HeapInuse),
+		Logs: tally.counts()}
 	if t := first.get(); !t.IsZero() {
 		rep.FirstPollUnixNano = t.UnixNano()
 	}
@@ -139,53 +167,73 @@ type workerProc struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	out   *bufio.Reader
+	id    tasks.ID // its executor's, from its ready line
 }
 
 // procs is the worker processes of one scenario.
 type procs []*workerProc
 
+// workerSpec is the spec of a worker of this scenario, of kind, with
+// concurrency slots; the n-th worker (from 1) writes its CPU profile to
+// Options.CPUProfile.n.
+func (r *runner) workerSpec(kind string, concurrency, n int) workerSpec {
+	spec := workerSpec{URL: r.url, DB: r.db, Kind: kind, Concurrency: concurrency, Pool: r.opts.Pool, OTel: r.opts.OTel,
+		NoHistory: r.opts.History == "off"}
+	if r.opts.CPUProfile != "" {
+		spec.CPUProfile = fmt.Sprintf("%s.%d", r.opts.CPUProfile, n)
+	}
+	return spec
+}
+
 // startWorkers starts one worker process per entry of concurrency, and
 // waits until each runs its executor.
 func (r *runner) startWorkers(ctx context.Context, kind string, concurrency []int) (procs, error) {
+	var ps procs
+	for i, c := range concurrency {
+		p, err := r.startWorker(ctx, r.workerSpec(kind, c, i+1))
+		if err != nil {
+			ps.kill()
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+// startWorker starts one worker process, and waits until it runs its
+// executor.
+func (r *runner) startWorker(ctx context.Context, spec workerSpec) (*workerProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find this binary to start workers: %w", err)
 	}
-	var ps procs
-	for i, c := range concurrency {
-		spec := workerSpec{URL: r.url, DB: r.db, Kind: kind, Concurrency: c, Pool: r.opts.Pool, OTel: r.opts.OTel,
-			NoHistory: r.opts.History == "off"}
-		if r.opts.CPUProfile != "" {
-			spec.CPUProfile = fmt.Sprintf("%s.%d", r.opts.CPUProfile, i+1)
-		}
-		b, _ := json.Marshal(spec)
-		cmd := exec.Command(exe)
-		cmd.Env = append(os.Environ(), WorkerEnv+"="+string(b))
-		cmd.Stderr = r.stderr
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			ps.kill()
-			return nil, err
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			ps.kill()
-			return nil, err
-		}
-		if err := cmd.Start(); err != nil {
-			ps.kill()
-			return nil, fmt.Errorf("start worker %s: %w", exe, err)
-		}
-		p := &workerProc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
-		ps = append(ps, p)
-		line, err := p.readLine(ctx, 30*time.Second)
-		if err != nil || line != workerReady {
-			ps.kill()
-			return nil, fmt.Errorf("worker process %s did not start (%q, %v): does this binary call bench.MaybeWorker first thing in main? Use -in-process otherwise",
-				exe, line, err)
-		}
+	b, _ := json.Marshal(spec)
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), WorkerEnv+"="+string(b))
+	cmd.Stderr = r.stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
 	}
-	return ps, nil
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start worker %s: %w", exe, err)
+	}
+	p := &workerProc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	line, err := p.readLine(ctx, 30*time.Second)
+	rest, ok := strings.CutPrefix(line, workerReady+" ")
+	if err == nil && ok {
+		p.id, err = tasks.ParseID(rest)
+	}
+	if err != nil || !ok {
+		procs{p}.kill()
+		return nil, fmt.Errorf("worker process %s did not start (%q, %v): does this binary call bench.MaybeWorker first thing in main? Use -in-process otherwise",
+			exe, line, err)
+	}
+	return p, nil
 }
 
 // readLine reads one line of the worker's stdout, waiting at most timeout.
@@ -220,23 +268,33 @@ func (ps procs) stop(ctx context.Context) ([]workerReport, error) {
 	var reps []workerReport
 	var errs []error
 	for i, p := range ps {
-		line, err := p.readLine(ctx, time.Minute)
-		var rep workerReport
-		if err == nil {
-			err = json.Unmarshal([]byte(line), &rep)
-		}
-		if err == nil && rep.Error != "" {
-			err = errors.New(rep.Error)
-		}
-		if werr := p.cmd.Wait(); err == nil && werr != nil {
-			err = werr
-		}
+		rep, err := p.report(ctx)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("worker %d: %w", i+1, err))
 		}
 		reps = append(reps, rep)
 	}
 	return reps, errors.Join(errs...)
+}
+
+// report reads the report a stopping worker prints, and waits for it to
+// exit; one that has not said it within a minute is killed.
+func (p *workerProc) report(ctx context.Context) (workerReport, error) {
+	line, err := p.readLine(ctx, time.Minute)
+	var rep workerReport
+	if err == nil {
+		err = json.Unmarshal([]byte(line), &rep)
+	}
+	if err == nil && rep.Error != "" {
+		err = errors.New(rep.Error)
+	}
+	if err != nil {
+		_ = p.cmd.Process.Kill()
+	}
+	if werr := p.cmd.Wait(); err == nil && werr != nil {
+		err = werr
+	}
+	return rep, err
 }
 
 func (ps procs) kill() {
