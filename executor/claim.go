@@ -101,9 +101,11 @@ func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	b.Queue("COMMIT")
 	br := e.pool.SendBatch(ctx, b)
 	out, takenOver, next, err := readClaim(br, at)
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	// Once COMMIT's reply is read the claim is made, whatever closing the
+	// batch then says: a connection killed right after it (the server ends
+	// the session before its last reply) must not leave tasks claimed that
+	// no executor polls until their claims expire.
+	_ = br.Close()
 	e.hooks.claimDone(ctx, at, &req, len(out), err)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: %w", dberr.Translate(err))
