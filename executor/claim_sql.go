@@ -26,20 +26,35 @@ const takeoverError = "claim expired: the executor polling this task stopped ren
 // so the caller's pool is left as it was.
 const genericPlan = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)"
 
+// readyEntriesWalked is how many entries of the ready index the scans of
+// this transaction have read so far, the dead ones included (those a scan
+// had already marked dead are skipped, and not counted). Read before and
+// after a claim, it says how many the claim walked (see readyFloors).
+const readyEntriesWalked = "SELECT pg_stat_get_xact_tuples_returned('corotask.tasks_ready_idx'::regclass)"
+
 // claimSQL is the claim statement, with (true) or without (false) the search
 // for stale claims. It claims, in one statement, up to $2 tasks: ready tasks
 // of the uncapped types $1 (oldest wake_at first), ready tasks of each capped
 // type $3 up to its free slots $4, and, with the search, tasks of any type $6
 // whose claim expired (their executor died or stalled), but for the tasks $8
-// this executor is polling, each capped type still within its free slots. A claimed task gets a fresh claim token that
-// expires in $5 seconds unless renewed, and any inbox_next a dead poll left
-// joins its inbox; the claim returns the window of its inbox the poll is
-// shown (at most $9's entry for its type: see corotask.inbox_window), and
-// whether more messages wait (its inbox holds more than the window shows). A task taken over from an expired claim has that attempt
-// counted as a failure. The claim raises the task's attempt number and
-// records the claiming executor ($7) and the time; it returns the task's
-// trace context, for the poll's span to link to. The last row (task_id NULL) carries the earliest
-// future wake_at of those types, so the executor knows when to look again.
+// this executor is polling, each capped type still within its free slots. A
+// claimed task gets a fresh claim token that expires in $5 seconds unless
+// renewed, and any inbox_next a dead poll left joins its inbox; the claim
+// returns the window of its inbox the poll is shown (at most $9's entry for
+// its type: see corotask.inbox_window), and whether more messages wait (its
+// inbox holds more than the window shows). A task taken over from an expired
+// claim has that attempt counted as a failure. The claim raises the task's
+// attempt number and records the claiming executor ($7) and the time; it
+// returns the task's trace context, for the poll's span to link to. The last
+// row (task_id NULL) carries the earliest future wake_at of those types, so
+// the executor knows when to look again.
+//
+// $10, when not NULL, holds a floor per type of $6: the ready tasks of the
+// type are looked for from its floor on, and the last row carries each
+// type's next floor, in the order of $6; $11, when not NULL, is the floor of
+// the search for stale claims, and the last row carries the next one (see
+// readyFloors). A NULL $10 or $11 reads from the oldest entry, and returns
+// no floor.
 //
 // A task is not running exactly when its claim is NULL; the partial indexes
 // tasks_ready_idx and tasks_running_idx serve the two searches. The ready
@@ -49,9 +64,12 @@ const genericPlan = "SELECT set_config('plan_cache_mode', 'force_generic_plan', 
 // first search without locks finds how many of the $2 oldest ready tasks
 // each type has (open_quota), so that the claim locks no more than it takes.
 var claimSQL = map[bool]string{
-	true:  fmt.Sprintf(claimTemplate, staleCTE, cappedPick, takenOverCTE),
-	false: fmt.Sprintf(claimTemplate, noStaleCTE, plainPick, ""),
+	true:  fmt.Sprintf(claimTemplate, staleCTE, cappedPick, takenOverCTE, nextStaleFloor),
+	false: fmt.Sprintf(claimTemplate, noStaleCTE, plainPick, "", "NULL::timestamptz"),
 }
+
+// claimParams are the types of the claim's parameters, for PREPARE.
+const claimParams = "text[], int, text[], int[], float8, text[], uuid, uuid[], int[], timestamptz[], timestamptz"
 
 // takenOverCTE records, in each task's history, the attempt whose expired
 // claim the statement took over. It is written whatever the type's History
@@ -66,6 +84,7 @@ const takenOverCTE = `, taken_over AS (
 const staleCTE = `stale AS (
     SELECT task_id, task_type, attempts, claimed_by, claimed_at FROM corotask.tasks
     WHERE claim IS NOT NULL AND claim_expires_at < now()
+      AND claim_expires_at >= coalesce($11::timestamptz, '-infinity')
       AND done_at IS NULL AND task_type = ANY($6::text[])
       AND task_id <> ALL (coalesce($8::uuid[], '{}'))
     ORDER BY claim_expires_at
@@ -73,7 +92,22 @@ const staleCTE = `stale AS (
     FOR UPDATE SKIP LOCKED
 )`
 
-const noStaleCTE = `stale AS (SELECT NULL::uuid AS task_id, NULL::text AS task_type WHERE false AND $8::uuid[] IS NULL)`
+const noStaleCTE = `stale AS (SELECT NULL::uuid AS task_id, NULL::text AS task_type WHERE false AND $8::uuid[] IS NULL AND $11::timestamptz IS NULL)`
+
+// nextStaleFloor is the next floor of the search for stale claims: the
+// oldest expiry of a claim that expired, of any type (locked or not), but no
+// later than floorMargin before now(). A claim's expiry is set to now() plus
+// a HeartbeatTimeout, so a claim taken or renewed after this one is above
+// it.
+const nextStaleFloor = `(
+    SELECT least(min(s.claim_expires_at), now() - ` + floorMargin + `) FROM (
+        SELECT claim_expires_at FROM corotask.tasks
+        WHERE claim IS NOT NULL AND claim_expires_at < now() AND claim_expires_at >= $11::timestamptz
+          AND done_at IS NULL
+        ORDER BY claim_expires_at
+        LIMIT 1
+    ) s
+    WHERE $11::timestamptz IS NOT NULL)`
 
 // plainPick takes ready tasks only: each capped type is within its free
 // slots already.
@@ -102,16 +136,25 @@ const cappedPick = `picked AS (
     LIMIT $2
 )`
 
+// floorMargin is how far before the claim's now() a type's next floor is
+// at the latest: a task that a transaction begun up to that long before
+// the claim makes ready (wake_at = its now()), and commits after the
+// claim's snapshot, is still above the floor (see readyFloors).
+const floorMargin = "interval '1 second'"
+
 const claimTemplate = `
-WITH open_quota AS (
+WITH floors AS (
+    SELECT f.typ, coalesce(f.at, '-infinity') AS at FROM unnest($6::text[], $10::timestamptz[]) AS f(typ, at)
+), open_quota AS (
     SELECT ($1::text[])[1] AS typ, $2::int AS n WHERE cardinality($1::text[]) = 1
     UNION ALL
     SELECT c.typ, count(*)::int FROM (
         SELECT q.typ, r.wake_at FROM unnest($1::text[]) AS q(typ)
+        JOIN floors f ON f.typ = q.typ
         CROSS JOIN LATERAL (
             SELECT wake_at FROM corotask.tasks
             WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-              AND wake_at <= now() AND task_type = q.typ
+              AND wake_at >= f.at AND wake_at <= now() AND task_type = q.typ
             ORDER BY wake_at
             LIMIT $2
         ) r
@@ -121,20 +164,22 @@ WITH open_quota AS (
     ) c GROUP BY c.typ
 ), open_ready AS (
     SELECT r.task_id, q.typ AS task_type FROM open_quota q
+    JOIN floors f ON f.typ = q.typ
     CROSS JOIN LATERAL (
         SELECT task_id FROM corotask.tasks
         WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at <= now() AND task_type = q.typ
+          AND wake_at >= f.at AND wake_at <= now() AND task_type = q.typ
         ORDER BY wake_at
         LIMIT q.n
         FOR UPDATE SKIP LOCKED
     ) r
 ), capped_ready AS (
     SELECT r.task_id, q.typ AS task_type FROM unnest($3::text[], $4::int[]) AS q(typ, n)
+    JOIN floors f ON f.typ = q.typ
     CROSS JOIN LATERAL (
         SELECT task_id FROM corotask.tasks
         WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at <= now() AND task_type = q.typ
+          AND wake_at >= f.at AND wake_at <= now() AND task_type = q.typ
         ORDER BY wake_at
         LIMIT q.n
         FOR UPDATE SKIP LOCKED
@@ -160,7 +205,7 @@ SELECT c.task_id, c.task_type, c.parent_id, c.inner_state,
        CASE WHEN w.short THEN f.envelopes ELSE w.envelopes END,
        CASE WHEN w.short THEN f.seqs ELSE w.seqs END,
        c.inbox_len > w.lim, c.claim, c.failures, c.attempts,
-       c.task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz, c.trace
+       c.task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz, c.trace, NULL::timestamptz[], NULL::timestamptz
 FROM claimed c
 -- The window of a task with messages: the first lim of its inbox, read
 -- here in the statement's snapshot. When the task's row changed after the
@@ -203,4 +248,17 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
           AND wake_at > now() AND task_type = q.typ
         ORDER BY wake_at
         LIMIT 1
-    ) n), NULL`
+    ) n), NULL, (
+    -- Each type's next floor: its oldest ready task in the statement's
+    -- snapshot (locked or not; those this statement claims included), but
+    -- no later than floorMargin before now().
+    SELECT array_agg(least(r.wake_at, now() - ` + floorMargin + `) ORDER BY f.i)
+    FROM unnest($6::text[], $10::timestamptz[]) WITH ORDINALITY AS f(typ, at, i)
+    LEFT JOIN LATERAL (
+        SELECT wake_at FROM corotask.tasks
+        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+          AND wake_at >= coalesce(f.at, '-infinity') AND wake_at <= now() AND task_type = f.typ
+        ORDER BY wake_at
+        LIMIT 1
+    ) r ON true
+    WHERE $10::timestamptz[] IS NOT NULL), %s`
