@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -85,34 +86,53 @@ func (e *Executor) request() claimRequest {
 
 // claim claims what req allows, and returns the claimed tasks to poll and
 // the earliest future wake_at (zero if none is known). The claim runs in its
-// own transaction on its generic plan (see genericPlan); the four statements
-// go to the server as one pipeline, so the claim costs a single round trip.
+// own transaction on its generic plan (see genericPlan); its statements go
+// to the server as one pipeline, so the claim costs a single round trip.
+// It reads the ready tasks from the oldest (a full claim), or from the
+// floors of readyFloors, and counts the entries of the ready index it walks
+// when readyFloors asks for it.
 //
 // A task taken over from an executor that stopped renewing its claim has had
 // that attempt counted; one that thereby reached its type's MaxFailures is
 // ended as failed here, not polled.
 func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, time.Time, error) {
+	floors := &e.floors
 	at := time.Now()
+	from, staleFrom, full, count := floors.from(req, e.cfg.PollInterval, at)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(genericPlan)
+	if count {
+		b.Queue(readyEntriesWalked)
+	}
 	b.Queue(claimSQL[req.stale], req.open, req.total, req.capped, req.caps,
-		e.cfg.HeartbeatTimeout.Seconds(), req.all, e.id, req.polling, req.window)
+		e.cfg.HeartbeatTimeout.Seconds(), req.all, e.id, req.polling, req.window, from, staleFrom)
+	if count {
+		b.Queue(readyEntriesWalked)
+	}
 	b.Queue("COMMIT")
 	br := e.pool.SendBatch(ctx, b)
-	out, takenOver, next, err := readClaim(br, at)
+	res, err := readClaim(br, at, count)
 	// Once COMMIT's reply is read the claim is made, whatever closing the
 	// batch then says: a connection killed right after it (the server ends
 	// the session before its last reply) must not leave tasks claimed that
 	// no executor polls until their claims expire.
 	_ = br.Close()
-	e.hooks.claimDone(ctx, at, &req, len(out), err)
+	e.hooks.claimDone(ctx, at, &req, len(res.claimed), err)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: %w", dberr.Translate(err))
 	}
+	switch floors.settle(req, res, full, count, at) {
+	case floorModeStarted:
+		e.log.Warn("corotask: claims walk index entries of ended tasks that no scan can mark dead, most likely because a transaction is held open; claims now start from the oldest ready task they last saw",
+			"entries", res.walked)
+	case floorModeEnded:
+		e.log.Info("corotask: claims read from the oldest ready task again")
+	}
+	out := res.claimed
 	poll := out[:0]
 	for i, c := range out {
-		if !takenOver[i] || !e.exhausted(c) {
+		if !res.takenOver[i] || !e.exhausted(c) {
 			poll = append(poll, c)
 			continue
 		}
@@ -121,7 +141,7 @@ func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 			e.log.Error("corotask: end task whose polls keep stopping executors", "task", c.id, "type", c.typ, "error", err)
 		}
 	}
-	return poll, next, nil
+	return poll, res.next, nil
 }
 
 // exhausted reports whether c has failed as many times as its type allows.
@@ -147,18 +167,40 @@ func (e *Executor) failClaimed(ctx context.Context, c *claimed) error {
 	return nil
 }
 
-// readClaim reads the results of the claim's pipeline: the claimed tasks,
-// whether each was taken over from an expired claim, and the next wake_at.
-// The claimed rows count only once the COMMIT has succeeded.
-func readClaim(br pgx.BatchResults, at time.Time) (out []*claimed, takenOver []bool, next time.Time, err error) {
+// claimResult is what a claim's pipeline returned.
+type claimResult struct {
+	claimed   []*claimed
+	takenOver []bool    // per claimed task: taken over from an expired claim
+	next      time.Time // the earliest future wake_at, zero if none
+	// floors are the types' next floors, in the order of the request's
+	// all, and staleFloor the next floor of the search for stale claims
+	// (nil, NULL, unless asked for; see readyFloors).
+	floors     []pgtype.Timestamptz
+	staleFloor pgtype.Timestamptz
+	// walked is how many entries of the ready index the claim walked (if
+	// counted).
+	walked int64
+}
+
+// readClaim reads the results of the claim's pipeline (with, if count, the
+// counts of index entries around the claim's statement): the claimed tasks,
+// whether each was taken over from an expired claim, the next wake_at and
+// the floors. The claimed rows count only once the COMMIT has succeeded.
+func readClaim(br pgx.BatchResults, at time.Time, count bool) (res claimResult, err error) {
 	for range 2 { // BEGIN, the settings
 		if _, err := br.Exec(); err != nil {
-			return nil, nil, time.Time{}, err
+			return claimResult{}, err
+		}
+	}
+	var before, after int64
+	if count {
+		if err := br.QueryRow().Scan(&before); err != nil {
+			return claimResult{}, err
 		}
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return nil, nil, time.Time{}, err
+		return claimResult{}, err
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -171,230 +213,185 @@ func readClaim(br pgx.BatchResults, at time.Time) (out []*claimed, takenOver []b
 			attempt  *int32
 			stale    *bool
 			wake     *time.Time
+			floors   []pgtype.Timestamptz
+			sfloor   pgtype.Timestamptz
 		)
 		var more *bool
-		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &c.seqs, &more, &token, &failures, &attempt, &stale, &wake, &c.trace); err != nil {
-			return nil, nil, time.Time{}, err
+		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &c.seqs, &more, &token, &failures, &attempt, &stale, &wake, &c.trace, &floors, &sfloor); err != nil {
+			return claimResult{}, err
 		}
 		if typ == nil {
 			if wake != nil {
-				next = *wake
+				res.next = *wake
 			}
+			res.floors, res.staleFloor = floors, sfloor
 			continue
 		}
 		c.id, c.typ, c.claim, c.failures, c.attempt, c.claimedAt, c.takenOver = id, tasks.Type(*typ), token.Bytes, int(*failures), int(*attempt), at, *stale
 		c.more = more != nil && *more
-		out, takenOver = append(out, &c), append(takenOver, *stale)
+		res.claimed, res.takenOver = append(res.claimed, &c), append(res.takenOver, *stale)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, nil, time.Time{}, err
+		return claimResult{}, err
+	}
+	if count {
+		if err := br.QueryRow().Scan(&after); err != nil {
+			return claimResult{}, err
+		}
+		res.walked = after - before
 	}
 	if _, err := br.Exec(); err != nil { // COMMIT
-		return nil, nil, time.Time{}, err
+		return claimResult{}, err
 	}
-	return out, takenOver, next, nil
+	return res, nil
 }
 
-// takeoverError is the last_error of a task whose claim was taken over: the
-// attempt counts as a failed poll.
-const takeoverError = "claim expired: the executor polling this task stopped renewing its claim (crashed, killed or stalled)"
-
-// genericPlan makes the claim run on its cached generic plan. Left to
-// itself (plan_cache_mode = auto), PostgreSQL re-plans the claim at every
-// execution: its CTEs make planning cost as much as a small claim's
-// execution, while a generic plan that joined picked to the table would scan
-// the whole table. The claim therefore updates by "task_id = ANY (ARRAY(...))",
-// which is an index probe in every plan, and forces the generic plan, built
-// once per connection. That plan is built once, at the first claim, when
-// the table may hold a handful of rows (a workflow that starts from one
-// task): a sequential scan is then the cheapest plan, and it would stay the
-// connection's plan while the table grows. enable_seqscan is off for the
-// claim, so the plan is the indexes' whatever the table's size when it is
-// made. A generic plan's cost is estimated without the parameters (how
-// many types, how many tasks); with a large ready backlog it passes the
-// server's jit_above_cost thresholds, and JIT-compiling the claim took
-// 0.6 - 1.2 s at every execution (JIT code is not kept with a cached plan),
-// for a claim that runs in a millisecond: jit is off for the claim.
-// set_config(..., true) keeps the settings to the claim's own transaction,
-// so the caller's pool is left as it was.
-const genericPlan = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)"
-
-// claimSQL is the claim statement, with (true) or without (false) the search
-// for stale claims. It claims, in one statement, up to $2 tasks: ready tasks
-// of the uncapped types $1 (oldest wake_at first), ready tasks of each capped
-// type $3 up to its free slots $4, and, with the search, tasks of any type $6
-// whose claim expired (their executor died or stalled), but for the tasks $8
-// this executor is polling, each capped type still within its free slots. A claimed task gets a fresh claim token that
-// expires in $5 seconds unless renewed, and any inbox_next a dead poll left
-// joins its inbox; the claim returns the window of its inbox the poll is
-// shown (at most $9's entry for its type: see corotask.inbox_window), and
-// whether more messages wait (its inbox holds more than the window shows). A task taken over from an expired claim has that attempt
-// counted as a failure. The claim raises the task's attempt number and
-// records the claiming executor ($7) and the time; it returns the task's
-// trace context, for the poll's span to link to. The last row (task_id NULL) carries the earliest
-// future wake_at of those types, so the executor knows when to look again.
+// readyFloors lets an executor's claims skip the entries of the ready index
+// that no claim can use, and none can remove either.
 //
-// A task is not running exactly when its claim is NULL; the partial indexes
-// tasks_ready_idx and tasks_running_idx serve the two searches. The ready
-// index is keyed by (task_type, wake_at), and every search of it is made
-// per type (a LATERAL join over the types), so a claim never reads the
-// ready tasks of a type it does not poll. With several uncapped types, a
-// first search without locks finds how many of the $2 oldest ready tasks
-// each type has (open_quota), so that the claim locks no more than it takes.
-var claimSQL = map[bool]string{
-	true:  fmt.Sprintf(claimTemplate, staleCTE, cappedPick, takenOverCTE),
-	false: fmt.Sprintf(claimTemplate, noStaleCTE, plainPick, ""),
+// A claimed task leaves the ready index (tasks_ready_idx) with its new row
+// version only: the entry of the version that was ready stays until vacuum
+// removes that version, and meanwhile a claim that reads past it visits the
+// heap to find it dead, unless a scan marked it dead once no transaction
+// could see that version any more. A transaction that stays open (or a long
+// REPEATABLE READ scan) holds that horizon back (for the marking, one in any
+// database of the server): no version that ends after it began can be
+// removed or marked, so every task claimed meanwhile leaves an entry at the
+// head of its type's range in the index (the oldest wake_at, where a claim
+// starts reading), and each claim walked them all (see docs/benchmarks.md).
+// The search for stale claims walks the index of running tasks
+// (tasks_running_idx) from its oldest expiry the same way.
+//
+// A claim may therefore start from a floor per type: a wake_at that no ready
+// task of the type is older than, the late ones below aside. Each claim
+// returns the next floors: the oldest ready task of each type in its
+// snapshot (locked or not), but no later than floorMargin before its now().
+// A task made ready after that snapshot is above that floor when its
+// wake_at is in the future, or is the now() of a transaction that began
+// less than floorMargin before the claim (a new task, Yield, Sleep, a
+// backoff, a message to a suspended task). It is late (below) when its
+// transaction began earlier than that, or when it gets an older wake_at: a
+// released claim keeps the task's wake_at, and so do SleepUntil a past time
+// and a task created with a past WakeAt. A full claim, which reads every
+// type from its oldest ready task, finds late tasks. The search for stale
+// claims has a floor too (see nextStaleFloor); a claim's expiry is only ever
+// set to now() plus a HeartbeatTimeout, and only one set back by hand lands
+// below it.
+//
+// Floors are used only while they pay (floor mode). Claims are full ones
+// otherwise, as they always were, and a late task is claimed as soon as any
+// other; once per PollInterval, the claim that looks for stale claims
+// counts the entries of the ready index it walks. When they are more than
+// floorModeEntries beyond those the claim could use, the next claim counts
+// them too (the first may have walked the entries of tasks that ended just
+// before, and marked them dead), and when it walks as many, the executor is
+// in floor mode: its claims start from the floors, and a full claim, which
+// costs as much as the entries it walks, runs at most once per
+// fullClaimSpacing times the last one's duration (PollInterval at least),
+// counting the entries again. A late task waits that long at most. Floor
+// mode ends with a full claim that walks few.
+type readyFloors struct {
+	mu       sync.Mutex
+	on       bool                 // floor mode
+	suspect  bool                 // the last claim counted walked many entries
+	at       map[string]time.Time // each type's floor, from the last claim that looked for it
+	stale    pgtype.Timestamptz   // the floor of the search for stale claims
+	lastFull time.Time            // when the last full claim in floor mode began ...
+	fullTook time.Duration        // ... and how long it took
 }
 
-// takenOverCTE records, in each task's history, the attempt whose expired
-// claim the statement took over. It is written whatever the type's History
-// option: takeovers are rare, and exactly what an operator looks for.
-const takenOverCTE = `, taken_over AS (
-    INSERT INTO corotask.history (task_id, attempt, outcome, executor_id, claimed_at, error)
-    SELECT s.task_id, s.attempts, 'taken_over', s.claimed_by, s.claimed_at, '` + takeoverError + `'
-    FROM stale s WHERE s.task_id IN (SELECT task_id FROM claimed)
-    ON CONFLICT DO NOTHING
-)`
+// floorModeEntries is how many more entries of the ready index than it
+// could use a full claim walks when floor mode starts: about a millisecond's
+// work.
+const floorModeEntries = 2000
 
-const staleCTE = `stale AS (
-    SELECT task_id, task_type, attempts, claimed_by, claimed_at FROM corotask.tasks
-    WHERE claim IS NOT NULL AND claim_expires_at < now()
-      AND done_at IS NULL AND task_type = ANY($6::text[])
-      AND task_id <> ALL (coalesce($8::uuid[], '{}'))
-    ORDER BY claim_expires_at
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED
-)`
+// fullClaimSpacing spaces full claims in floor mode, so that they take a
+// twentieth of the claim loop's time at most.
+const fullClaimSpacing = 20
 
-const noStaleCTE = `stale AS (SELECT NULL::uuid AS task_id, NULL::text AS task_type WHERE false AND $8::uuid[] IS NULL)`
+// oldest is the floor that reads from the oldest entry, and asks for the
+// next floor.
+var oldest = pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 
-// plainPick takes ready tasks only: each capped type is within its free
-// slots already.
-const plainPick = `picked AS (
-    SELECT task_id FROM (
-        SELECT task_id FROM open_ready
-        UNION ALL SELECT task_id FROM capped_ready
-    ) p LIMIT $2
-)`
+// from says what a claim of req that begins at now reads from: the types'
+// floors (the statement's $10, in the order of req.all) and the floor of the
+// search for stale claims ($11), NULL to read from the oldest entry and
+// return no floor; whether the claim is full, and whether it counts the
+// entries of the ready index it walks.
+func (f *readyFloors) from(req claimRequest, pollInterval time.Duration, now time.Time) (floors []pgtype.Timestamptz, stale pgtype.Timestamptz, full, count bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.on {
+		return nil, pgtype.Timestamptz{}, true, req.stale || f.suspect
+	}
+	stale = oldest
+	if f.stale.Valid {
+		stale = f.stale
+	}
+	if now.Sub(f.lastFull) >= max(pollInterval, fullClaimSpacing*f.fullTook) {
+		return nil, stale, true, true
+	}
+	floors = make([]pgtype.Timestamptz, len(req.all))
+	for i, typ := range req.all {
+		floors[i] = oldest
+		if t, ok := f.at[typ]; ok {
+			floors[i] = pgtype.Timestamptz{Time: t, Valid: true}
+		}
+	}
+	return floors, stale, false, false
+}
 
-// cappedPick takes stale claims first, then ready tasks, keeping each capped
-// type within its free slots over both.
-const cappedPick = `picked AS (
-    SELECT task_id FROM (
-        SELECT c.task_id, c.k, q.n AS cap,
-               row_number() OVER (PARTITION BY c.task_type ORDER BY c.k) AS rank
-        FROM (
-            SELECT task_id, task_type, 0 AS k FROM stale
-            UNION ALL SELECT task_id, task_type, 1 FROM open_ready
-            UNION ALL SELECT task_id, task_type, 1 FROM capped_ready
-        ) c
-        LEFT JOIN unnest($3::text[], $4::int[]) AS q(typ, n) ON q.typ = c.task_type
-    ) p
-    WHERE p.cap IS NULL OR p.rank <= p.cap
-    ORDER BY p.k
-    LIMIT $2
-)`
+// A change of floor mode, as settle reports it.
+const (
+	floorModeKept = iota
+	floorModeStarted
+	floorModeEnded
+)
 
-const claimTemplate = `
-WITH open_quota AS (
-    SELECT ($1::text[])[1] AS typ, $2::int AS n WHERE cardinality($1::text[]) = 1
-    UNION ALL
-    SELECT c.typ, count(*)::int FROM (
-        SELECT q.typ, r.wake_at FROM unnest($1::text[]) AS q(typ)
-        CROSS JOIN LATERAL (
-            SELECT wake_at FROM corotask.tasks
-            WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-              AND wake_at <= now() AND task_type = q.typ
-            ORDER BY wake_at
-            LIMIT $2
-        ) r
-        WHERE cardinality($1::text[]) > 1
-        ORDER BY r.wake_at
-        LIMIT $2
-    ) c GROUP BY c.typ
-), open_ready AS (
-    SELECT r.task_id, q.typ AS task_type FROM open_quota q
-    CROSS JOIN LATERAL (
-        SELECT task_id FROM corotask.tasks
-        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at <= now() AND task_type = q.typ
-        ORDER BY wake_at
-        LIMIT q.n
-        FOR UPDATE SKIP LOCKED
-    ) r
-), capped_ready AS (
-    SELECT r.task_id, q.typ AS task_type FROM unnest($3::text[], $4::int[]) AS q(typ, n)
-    CROSS JOIN LATERAL (
-        SELECT task_id FROM corotask.tasks
-        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at <= now() AND task_type = q.typ
-        ORDER BY wake_at
-        LIMIT q.n
-        FOR UPDATE SKIP LOCKED
-    ) r
-), %s, %s, claimed AS (
-    UPDATE corotask.tasks t SET
-        heartbeat = now(),
-        claim_expires_at = now() + make_interval(secs => $5),
-        claim = gen_random_uuid(),
-        inbox_len = t.inbox_len + t.inbox_next_len,
-        inbox_next_len = 0,
-        next_wakes = false,
-        failures = t.failures + CASE WHEN t.claim IS NULL THEN 0 ELSE 1 END,
-        last_error = CASE WHEN t.claim IS NULL THEN t.last_error ELSE '` + takeoverError + `' END,
-        attempts = t.attempts + 1,
-        claimed_by = $7,
-        claimed_at = now()
-    WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
-    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.claim, t.failures, t.attempts, t.trace,
-        t.msg_popped, t.msg_seq, t.inbox_len
-)%s
-SELECT c.task_id, c.task_type, c.parent_id, c.inner_state,
-       CASE WHEN w.short THEN f.envelopes ELSE w.envelopes END,
-       CASE WHEN w.short THEN f.seqs ELSE w.seqs END,
-       c.inbox_len > w.lim, c.claim, c.failures, c.attempts,
-       c.task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz, c.trace
-FROM claimed c
--- The window of a task with messages: the first lim of its inbox, read
--- here in the statement's snapshot. When the task's row changed after the
--- statement began (a send, or an operator's drop, committed meanwhile, whose
--- row version the claim's lock then followed), that snapshot may lack the
--- send's messages or still hold the dropped one: the row's version in the
--- snapshot is not the one claimed (another msg_seq, or an attempt more: each
--- operator action counts one), and inbox_window reads the window again in a
--- snapshot of its own (short). OFFSET 0 keeps the lateral subquery whole, so
--- that its WHERE is a one-time filter and a task without messages reads
--- nothing.
-LEFT JOIN LATERAL (
-    SELECT l.lim, r.envelopes, r.seqs,
-           coalesce(cardinality(r.seqs), 0) <> least(c.inbox_len, l.lim)
-           OR NOT EXISTS (SELECT 1 FROM corotask.tasks o WHERE o.task_id = c.task_id
-                          AND o.msg_seq = c.msg_seq AND o.attempts = c.attempts - 1) AS short
-    FROM (SELECT coalesce((SELECT q.n FROM unnest($6::text[], $9::int[]) AS q(typ, n) WHERE q.typ = c.task_type),
-                          100) AS lim) l
-    CROSS JOIN LATERAL (
-        SELECT array_agg(m.envelope ORDER BY m.seq) AS envelopes, array_agg(m.seq ORDER BY m.seq) AS seqs
-        FROM (SELECT m.envelope, m.seq FROM corotask.messages m
-              WHERE m.task_id = c.task_id AND m.seq > c.msg_popped AND m.seq <= c.msg_seq
-              ORDER BY m.seq LIMIT l.lim) m
-    ) r
-    WHERE c.inbox_len > 0
-    OFFSET 0
-) w ON true
--- The re-read, once, and only for a short window (a one-time filter too).
-LEFT JOIN LATERAL (
-    SELECT r.envelopes, r.seqs FROM corotask.inbox_window(c.task_id, c.msg_popped, c.msg_seq, w.lim) AS r
-    WHERE w.short
-    OFFSET 0
-) f ON true
-UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
-    SELECT min(n.wake_at) FROM unnest($6::text[]) AS q(typ)
-    CROSS JOIN LATERAL (
-        SELECT wake_at FROM corotask.tasks
-        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at > now() AND task_type = q.typ
-        ORDER BY wake_at
-        LIMIT 1
-    ) n), NULL`
+// settle keeps the floors that a claim of req, begun at began, returned,
+// and after a claim that counted the entries it walked, decides on floor
+// mode.
+func (f *readyFloors) settle(req claimRequest, res claimResult, full, counted bool, began time.Time) (change int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(res.floors) == len(req.all) {
+		for i, typ := range req.all {
+			if res.floors[i].Valid {
+				f.at[typ] = res.floors[i].Time
+			}
+		}
+	}
+	if res.staleFloor.Valid {
+		f.stale = res.staleFloor
+	}
+	if !counted {
+		return floorModeKept
+	}
+	// The entries a claim can use: up to total per search of a type
+	// (open_quota, then open_ready or capped_ready), and one for its next
+	// wake_at.
+	usable := int64((len(req.all) + 2) * (req.total + 1))
+	many := res.walked > floorModeEntries+usable
+	switch {
+	case !many:
+		if f.on {
+			change = floorModeEnded
+		}
+		f.on, f.suspect = false, false
+	case !f.on && !f.suspect:
+		// The entries may be of tasks that ended since the last claim, which
+		// this claim has just marked dead: the next claim counts again.
+		f.suspect = true
+	case !f.on:
+		// Floors kept from an earlier floor mode may lie above tasks made
+		// ready since: the first claims look for them again.
+		f.on, f.suspect = true, false
+		f.at, f.stale = map[string]time.Time{}, pgtype.Timestamptz{}
+		change = floorModeStarted
+	}
+	if full {
+		f.lastFull, f.fullTook = began, time.Since(began)
+	}
+	return change
+}

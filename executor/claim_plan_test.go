@@ -32,12 +32,12 @@ func TestClaimDoesNotReadOtherTypes(t *testing.T) {
 		err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, genericPlan)
 			require.NoError(t, err)
-			_, err = tx.Exec(ctx, "PREPARE claim(text[], int, text[], int[], float8, text[], uuid, uuid[], int[]) AS "+claimSQL[stale])
+			_, err = tx.Exec(ctx, "PREPARE claim("+claimParams+") AS "+claimSQL[stale])
 			require.NoError(t, err)
 			defer tx.Exec(ctx, "DEALLOCATE claim") //nolint:errcheck
 			var out []byte
 			require.NoError(t, tx.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
-				EXECUTE claim('{mine}', 10, '{}', '{}', 30, '{mine}', gen_random_uuid(), '{}', '{100}')`).Scan(&out))
+				EXECUTE claim('{mine}', 10, '{}', '{}', 30, '{mine}', gen_random_uuid(), '{}', '{100}', NULL, NULL)`).Scan(&out))
 			var plans []struct {
 				Plan map[string]any
 				JIT  any

@@ -81,6 +81,9 @@ type Executor struct {
 	waitingPerType map[tasks.Type]int
 	// lastStaleCheck is when a claim last looked for stale claims.
 	lastStaleCheck time.Time
+	// floors is where claims start their searches (see readyFloors); the
+	// claim loop alone uses it.
+	floors readyFloors
 	// reserved counts slots held for children a batch's commit creates
 	// claimed (see eager.go); they are counted in polling and perType too.
 	reserved int
@@ -128,6 +131,7 @@ func New(pool *pgxpool.Pool, cfg Config) *Executor {
 		inflight:       map[tasks.ID]*flight{},
 		perType:        map[tasks.Type]int{},
 		waitingPerType: map[tasks.Type]int{},
+		floors:         readyFloors{at: map[string]time.Time{}},
 		hooks:          hookCaller{cfg.Hooks},
 		schema:         newSchemaGuard(),
 		canceled:       canceledPolls{log: cfg.Logger},
