@@ -111,8 +111,23 @@ func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 		b.Queue(readyEntriesWalked)
 	}
 	b.Queue("COMMIT")
-	br := e.pool.SendBatch(ctx, b)
+	// Once sent, the claim is not canceled with ctx (Run stopping): one
+	// canceled after the server committed it would leave tasks claimed that
+	// no executor knows it holds, unpolled until their claims expire. It is
+	// bounded by the heartbeat timeout instead, when they would expire
+	// anyway. Waiting for a connection still ends with ctx.
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		e.hooks.claimDone(ctx, at, &req, 0, err)
+		return nil, time.Time{}, fmt.Errorf("claim: %w", err)
+	}
+	defer conn.Release()
+	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.HeartbeatTimeout)
+	defer cancel()
+	sent := time.Now()
+	br := conn.SendBatch(sendCtx, b)
 	res, err := readClaim(br, at, count)
+	took := time.Since(sent)
 	// Once COMMIT's reply is read the claim is made, whatever closing the
 	// batch then says: a connection killed right after it (the server ends
 	// the session before its last reply) must not leave tasks claimed that
@@ -122,7 +137,7 @@ func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: %w", dberr.Translate(err))
 	}
-	switch floors.settle(req, res, full, count, at) {
+	switch floors.settle(req, res, full, count, at, took) {
 	case floorModeStarted:
 		e.log.Warn("corotask: claims walk index entries of ended tasks that no scan can mark dead, most likely because a transaction is held open; claims now start from the oldest ready task they last saw",
 			"entries", res.walked)
@@ -136,7 +151,7 @@ func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 			poll = append(poll, c)
 			continue
 		}
-		if err := e.failClaimed(ctx, c); err != nil {
+		if err := e.failClaimed(sendCtx, c); err != nil {
 			// The claim is held: it expires, and the next takeover tries again.
 			e.log.Error("corotask: end task whose polls keep stopping executors", "task", c.id, "type", c.typ, "error", err)
 		}
@@ -307,8 +322,13 @@ type readyFloors struct {
 const floorModeEntries = 2000
 
 // fullClaimSpacing spaces full claims in floor mode, so that they take a
-// twentieth of the claim loop's time at most.
-const fullClaimSpacing = 20
+// twentieth of the claim loop's time at most; maxFullClaimSpacing bounds the
+// spacing, in PollIntervals, so that a task made ready below its floor waits
+// no longer than that however long the hold.
+const (
+	fullClaimSpacing    = 20
+	maxFullClaimSpacing = 10
+)
 
 // oldest is the floor that reads from the oldest entry, and asks for the
 // next floor.
@@ -329,8 +349,10 @@ func (f *readyFloors) from(req claimRequest, pollInterval time.Duration, now tim
 	if f.stale.Valid {
 		stale = f.stale
 	}
-	if now.Sub(f.lastFull) >= max(pollInterval, fullClaimSpacing*f.fullTook) {
-		return nil, stale, true, true
+	if now.Sub(f.lastFull) >= max(pollInterval, min(fullClaimSpacing*f.fullTook, maxFullClaimSpacing*pollInterval)) {
+		// The stale search reads from its oldest entry too: an expiry
+		// below its floor is found here.
+		return nil, oldest, true, true
 	}
 	floors = make([]pgtype.Timestamptz, len(req.all))
 	for i, typ := range req.all {
@@ -351,8 +373,9 @@ const (
 
 // settle keeps the floors that a claim of req, begun at began, returned,
 // and after a claim that counted the entries it walked, decides on floor
-// mode.
-func (f *readyFloors) settle(req claimRequest, res claimResult, full, counted bool, began time.Time) (change int) {
+// mode. took is how long the claim's statements took (the wait for a
+// connection not included).
+func (f *readyFloors) settle(req claimRequest, res claimResult, full, counted bool, began time.Time, took time.Duration) (change int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(res.floors) == len(req.all) {
@@ -391,7 +414,7 @@ func (f *readyFloors) settle(req claimRequest, res claimResult, full, counted bo
 		change = floorModeStarted
 	}
 	if full {
-		f.lastFull, f.fullTook = began, time.Since(began)
+		f.lastFull, f.fullTook = began, took
 	}
 	return change
 }

@@ -181,30 +181,39 @@ func TestFloorModeNeedsTwoClaimsInARow(t *testing.T) {
 	many := claimResult{walked: floorModeEntries + 1000}
 	few := claimResult{walked: 20}
 	f := &readyFloors{at: map[string]time.Time{}}
+	// The clock is the test's: claims begin at t0 and take a millisecond.
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const took = time.Millisecond
 	count := func() bool {
-		_, _, full, count := f.from(req, time.Second, time.Now())
+		_, _, full, count := f.from(req, time.Second, t0)
 		require.True(t, full, "outside floor mode, every claim is a full one")
 		return count
 	}
 
-	f.settle(req, many, true, true, time.Now())
+	f.settle(req, many, true, true, t0, took)
 	require.False(t, f.on)
 	req.stale = false
 	require.True(t, count(), "the next claim counts too")
-	f.settle(req, few, true, true, time.Now())
+	f.settle(req, few, true, true, t0, took)
 	require.False(t, f.on)
 	require.False(t, count(), "only claims that look for stale claims count")
 
 	req.stale = true
-	require.Equal(t, floorModeKept, f.settle(req, many, true, true, time.Now()))
+	require.Equal(t, floorModeKept, f.settle(req, many, true, true, t0, took))
 	req.stale = false
-	require.Equal(t, floorModeStarted, f.settle(req, many, true, true, time.Now()))
+	require.Equal(t, floorModeStarted, f.settle(req, many, true, true, t0, took))
 	require.True(t, f.on, "two in a row")
-	_, _, full, _ := f.from(req, time.Second, time.Now())
+	_, _, full, _ := f.from(req, time.Second, t0.Add(time.Second/2))
 	require.False(t, full, "a full claim was made just now")
-	_, _, full, counted := f.from(req, time.Second, time.Now().Add(time.Second))
+	_, stale, full, counted := f.from(req, time.Second, t0.Add(time.Second))
 	require.True(t, full && counted, "a full claim is due")
-	require.Equal(t, floorModeEnded, f.settle(req, few, true, true, time.Now()))
+	require.Equal(t, oldest, stale, "a full claim reads the stale claims from the oldest too")
+	require.Equal(t, floorModeKept, f.settle(req, many, true, true, t0.Add(time.Second), time.Minute))
+	_, _, full, _ = f.from(req, time.Second, t0.Add(time.Second+9*time.Second))
+	require.False(t, full, "a full claim that took a minute spaces the next ones")
+	_, _, full, _ = f.from(req, time.Second, t0.Add(time.Second+maxFullClaimSpacing*time.Second))
+	require.True(t, full, "but no more than maxFullClaimSpacing PollIntervals apart")
+	require.Equal(t, floorModeEnded, f.settle(req, few, true, true, t0.Add(20*time.Second), took))
 	require.False(t, f.on, "a full claim that walked few")
 }
 

@@ -393,14 +393,7 @@ func (e *Executor) claimLoop(ctx context.Context, pollBase context.Context) erro
 				}
 			}
 			if err == nil {
-				// The claim is not canceled with ctx: one canceled after the
-				// server committed it would leave tasks claimed that no
-				// executor knows it holds, unpolled until their claims
-				// expire. It is bounded by the heartbeat timeout instead,
-				// when those claims would expire anyway.
-				claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.HeartbeatTimeout)
-				got, next, err = e.claim(claimCtx, req)
-				cancel()
+				got, next, err = e.claim(ctx, req)
 			}
 			if err == nil && ctx.Err() != nil {
 				// Claimed as the stop began (a claim runs to its end, so that

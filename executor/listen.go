@@ -46,11 +46,14 @@ func (e *Executor) checkListen(ctx context.Context, timeout time.Duration) error
 func (e *Executor) listen(ctx context.Context) {
 	severed := 0
 	for attempt := 1; ctx.Err() == nil; attempt++ {
+		began := time.Now()
 		heard, err := e.listenConn(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		if heard {
+		if heard && time.Since(began) >= e.cfg.PollInterval {
+			// It held a while: a server or proxy that ends every session
+			// at once after LISTEN is not reconnected to in a tight loop.
 			attempt, severed = 1, 0
 		}
 		if dberr.Severed(err) && severed < e.severedRetries() {
