@@ -12,6 +12,11 @@ import (
 	"github.com/corotask/corotask/tasks"
 )
 
+// listenHeld is how long a LISTEN connection must have lasted for its loss
+// to count as a new one (see listen): sessions killed twice a second last
+// about 250 ms on average.
+const listenHeld = 50 * time.Millisecond
+
 // listenProbeTimeout bounds checkListen's wait for its notification: a last
 // resort, since the notification arrives within milliseconds when LISTEN
 // works, and is there before the reply to the statement that follows it.
@@ -51,10 +56,14 @@ func (e *Executor) listen(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if heard && time.Since(began) >= e.cfg.PollInterval {
-			// It held a while: a server or proxy that ends every session
-			// at once after LISTEN is not reconnected to in a tight loop.
-			attempt, severed = 1, 0
+		if heard {
+			attempt = 1
+			if time.Since(began) >= listenHeld {
+				// Reconnected at once again. A server or proxy that ends
+				// every session right after LISTEN runs out of these, and
+				// is then reconnected to after the shortest backoff.
+				severed = 0
+			}
 		}
 		if dberr.Severed(err) && severed < e.severedRetries() {
 			severed++
