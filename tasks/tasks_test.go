@@ -212,9 +212,9 @@ func TestCancelSubtree(t *testing.T) {
 	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET heartbeat = now(), claim = gen_random_uuid() WHERE task_id = $1`, kids[1])
 	require.NoError(t, err)
 
-	var n int
-	require.NoError(t, db.QueryRow(ctx, `SELECT corotask.cancel_task($1)`, parent).Scan(&n), "the SQL function says how many it canceled")
-	require.Equal(t, 5, n)
+	n, err := tasks.CancelCount(ctx, db, parent)
+	require.NoError(t, err)
+	require.Equal(t, 5, n, "the task, its three children and a grandchild")
 
 	for _, id := range append([]tasks.ID{parent, leaf}, kids...) {
 		task, err := tasks.Get(ctx, db, id)
@@ -236,6 +236,9 @@ func TestCancelSubtree(t *testing.T) {
 	require.JSONEq(t, `{"from":"`+parent.UUID()+`","body":null,"done":true,"err":"canceled"}`, testdb.WithoutSentAt(t, g.Inbox[0]))
 
 	require.ErrorIs(t, tasks.Cancel(ctx, db, parent), tasks.ErrEnded)
+	n, err = tasks.CancelCount(ctx, db, parent)
+	require.ErrorIs(t, err, tasks.ErrEnded)
+	require.Zero(t, n)
 	require.ErrorIs(t, tasks.Cancel(ctx, db, tasks.NewID()), tasks.ErrNotFound)
 }
 

@@ -5,8 +5,9 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/corotask/corotask/internal/dberr"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/corotask/corotask/tasks"
 )
 
 var cancelCmd = &command{
@@ -27,10 +28,9 @@ was canceled; polls running on canceled tasks are stopped and commit nothing.`,
 				return err
 			}
 			return a.withConn(ctx, func(conn *pgx.Conn) error {
-				// tasks.Cancel, with the count the SQL function returns.
-				var n int
-				if err := conn.QueryRow(ctx, `SELECT corotask.cancel_task($1)`, id).Scan(&n); err != nil {
-					return taskError(fmt.Errorf("cancel task %s: %w", id, dberr.Translate(err)))
+				n, err := tasks.CancelCount(ctx, conn, id)
+				if err != nil {
+					return taskError(err)
 				}
 				fmt.Fprintf(a.stdout, "canceled %s\n", plural(n, "task"))
 				return nil
