@@ -137,7 +137,7 @@ func (e *Executor) commitBatch(ctx context.Context, batch []*pendingCommit) {
 		plan.at = time.Now()
 	}
 	as, err := e.runBatch(ctx, batch)
-	for tries := 1; err != nil && plan == nil && dberr.Severed(err) && tries <= e.severedRetries(); tries++ {
+	for tries := 1; plan == nil && e.atOnce(err, tries); tries++ {
 		// The connection was severed: the batch is tried again at once on
 		// another, rather than each poll committing on its own. (A batch
 		// that committed before the reply was lost is fenced the second

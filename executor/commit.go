@@ -258,7 +258,7 @@ func (e *Executor) retry(pctx context.Context, c *claimed, write func() error) e
 		if attempt >= 100 {
 			return err
 		}
-		if dberr.Severed(err) && attempt <= e.severedRetries() {
+		if e.atOnce(err, attempt) {
 			// Another connection most likely works: no wait.
 			e.log.Warn("corotask: database write's connection was severed; retrying at once", "task", c.id, "error", err)
 			continue

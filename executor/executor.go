@@ -47,12 +47,8 @@ type Executor struct {
 	log    *slog.Logger
 	keeper *heartbeat.Keeper
 	cfgErr error // what is wrong with cfg: Run and PollOnce refuse to start
-	// severedRetries is how many times in a row a statement whose
-	// connection was severed is tried again at once (see dberr.Severed):
-	// one more than the pool's connections, so that a pool whose every idle
-	// connection was killed (a failover, a pooler's restart) is run through
-	// before any backoff. Evaluated on first use: tests make executors on
-	// pools that were never opened.
+	// severedRetries bounds atOnce. Evaluated on first use: tests make
+	// executors on pools that were never opened.
 	severedRetries func() int
 	wake           chan struct{} // a claim is worth trying: a NOTIFY, or a slot freed
 	// listening is closed once LISTEN is in place, so that the first claim
@@ -415,7 +411,7 @@ func (e *Executor) claimLoop(ctx context.Context, pollBase context.Context) erro
 				return nil
 			case e.schemaFault(err):
 				continue
-			case err != nil && dberr.Severed(err) && severed < e.severedRetries():
+			case e.atOnce(err, severed+1):
 				// The pool's connection was gone (a killed backend, a
 				// pooler's restart): another one most likely works.
 				failures++
@@ -689,7 +685,7 @@ func (e *Executor) giveBack(cs []*claimed, delay time.Duration) {
 			e.log.Error("corotask: release claims", "claims", len(cs), "error", err)
 			return
 		}
-		if dberr.Severed(err) && attempt <= e.severedRetries() {
+		if e.atOnce(err, attempt) {
 			continue
 		}
 		t := time.NewTimer(backoff(50*time.Millisecond, time.Second, attempt))

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -65,7 +64,7 @@ func (e *Executor) listen(ctx context.Context) {
 				severed = 0
 			}
 		}
-		if dberr.Severed(err) && severed < e.severedRetries() {
+		if e.atOnce(err, severed+1) {
 			severed++
 			e.log.Warn("corotask: LISTEN connection severed; reconnecting at once", "error", err)
 			continue
