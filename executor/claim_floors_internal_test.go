@@ -53,6 +53,24 @@ func endTasks(t *testing.T, db *pgxpool.Pool, typ tasks.Type, n int) {
 	require.NoError(t, err)
 }
 
+// enterFloorMode holds the horizon back, leaves the entries of 5,000 ended
+// tasks in the ready index, and claims twice: one claim that walks them all
+// does not start floor mode, two in a row do. It returns the request of the
+// claims that follow (no search for stale claims).
+func enterFloorMode(t *testing.T, e *Executor, db *pgxpool.Pool) claimRequest {
+	t.Helper()
+	holdHorizon(t, db)
+	endTasks(t, db, "job", 5000)
+	req := e.request()
+	require.True(t, req.stale, "the first claim looks for stale claims")
+	require.Empty(t, claimIDs(t, e, req))
+	require.False(t, (&e.floors).on, "one claim that walked many entries")
+	req.stale = false
+	require.Empty(t, claimIDs(t, e, req))
+	require.True(t, (&e.floors).on, "two claims in a row that walked many entries")
+	return req
+}
+
 // floorTestExecutor is an executor of type "job" whose claims look for
 // stale claims only when the test says so.
 func floorTestExecutor(t *testing.T, db *pgxpool.Pool) *Executor {
@@ -128,16 +146,7 @@ func TestFloorsSkipTheEntriesAHeldHorizonKeeps(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	e := floorTestExecutor(t, db)
-	holdHorizon(t, db)
-	endTasks(t, db, "job", 5000)
-
-	req := e.request()
-	require.True(t, req.stale, "the first claim looks for stale claims")
-	require.Empty(t, claimIDs(t, e, req))
-	require.False(t, (&e.floors).on, "one claim that walked many entries")
-	req.stale = false
-	require.Empty(t, claimIDs(t, e, req))
-	require.True(t, (&e.floors).on, "two claims in a row that walked many entries")
+	req := enterFloorMode(t, e, db)
 
 	// The first claim in floor mode reads from the oldest entry, and learns
 	// the floor.
@@ -223,13 +232,7 @@ func TestFullClaimFindsTasksBelowTheFloor(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	e := floorTestExecutor(t, db)
-	holdHorizon(t, db)
-	endTasks(t, db, "job", 5000)
-	req := e.request()
-	claimIDs(t, e, req)
-	req.stale = false
-	claimIDs(t, e, req)
-	require.True(t, (&e.floors).on)
+	req := enterFloorMode(t, e, db)
 	create(t, db, 1)
 	require.Len(t, claimIDs(t, e, req), 1, "the claim that learns the floor")
 
