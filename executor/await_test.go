@@ -35,8 +35,8 @@ type awaitFixture struct {
 func newAwaitFixture(t *testing.T, children int) *awaitFixture {
 	t.Helper()
 	f := &awaitFixture{db: testdb.New(t), spawns: children}
-	f.parents = executor.New(f.db, fastConfig(t))
-	f.children = executor.New(f.db, fastConfig(t))
+	f.parents = executor.MustNew(f.db, fastConfig(t))
+	f.children = executor.MustNew(f.db, fastConfig(t))
 	executor.Register(f.parents, "gather", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()

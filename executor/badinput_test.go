@@ -51,7 +51,7 @@ func TestStateThatNoLongerDecodesAfterATypeChange(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	v1 := executor.New(db, badConfig(t))
+	v1 := executor.MustNew(db, badConfig(t))
 	executor.Register(v1, "job", executor.PollerFunc[stateV1, string](func(ctx context.Context, t *executor.Task[stateV1, string]) (executor.Action, error) {
 		t.State.Count++
 		return executor.Suspend(), nil
@@ -64,7 +64,7 @@ func TestStateThatNoLongerDecodesAfterATypeChange(t *testing.T) {
 	require.NoError(t, err)
 
 	// The poller is redeployed with an incompatible state type.
-	v2 := executor.New(db, badConfig(t))
+	v2 := executor.MustNew(db, badConfig(t))
 	var polls atomic.Int32
 	executor.Register(v2, "job", executor.PollerFunc[stateV2, string](func(ctx context.Context, t *executor.Task[stateV2, string]) (executor.Action, error) {
 		polls.Add(1)
@@ -138,7 +138,7 @@ func TestPollerReturnsNoValidAction(t *testing.T) {
 	}
 	for name, act := range cases {
 		typ := tasks.Type("bad." + strings.ReplaceAll(name, " ", "-"))
-		e := executor.New(db, badConfig(t))
+		e := executor.MustNew(db, badConfig(t))
 		executor.Register(e, typ, executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 			t.State = 99
 			t.Inbox.Pop()
@@ -211,7 +211,7 @@ func TestOversizedMessage(t *testing.T) {
 	require.NoError(t, err)
 	for _, how := range []string{"send", "spawn"} {
 		typ := tasks.Type("big." + how)
-		e := executor.New(db, badConfig(t))
+		e := executor.MustNew(db, badConfig(t))
 		executor.Register(e, typ, executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 			t.State = 99
 			t.Inbox.Pop()
@@ -251,7 +251,7 @@ func TestOversizedMessage(t *testing.T) {
 	require.Zero(t, n)
 
 	// The message that fits reaches a poll intact.
-	e := executor.New(db, badConfig(t))
+	e := executor.MustNew(db, badConfig(t))
 	var got string
 	executor.Register(e, "sink", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 		m, _ := t.Inbox.Pop()
@@ -274,7 +274,7 @@ func TestMessageToEndedOrUnknownTaskFailsThePoll(t *testing.T) {
 	require.NoError(t, tasks.Cancel(ctx, db, ended))
 	for name, to := range map[string]tasks.ID{"ended": ended, "unknown": tasks.NewID()} {
 		typ := tasks.Type("sender." + name)
-		e := executor.New(db, badConfig(t))
+		e := executor.MustNew(db, badConfig(t))
 		executor.Register(e, typ, executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 			t.State = 99
 			t.Send(to, "hello")
@@ -301,7 +301,7 @@ func TestTaskTypeNoExecutorRegistered(t *testing.T) {
 
 	cfg := badConfig(t)
 	cfg.PollInterval = 20 * time.Millisecond
-	e := executor.New(testdb.Pool(t, url), cfg)
+	e := executor.MustNew(testdb.Pool(t, url), cfg)
 	var polled atomic.Int32
 	executor.Register(e, "known", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		if polled.Add(1) < 5 {
@@ -342,7 +342,7 @@ func TestTaskTypeNoExecutorRegistered(t *testing.T) {
 	require.Zero(t, n)
 
 	// Once a poller for it runs, it is polled with its message.
-	late := executor.New(testdb.Pool(t, url), badConfig(t))
+	late := executor.MustNew(testdb.Pool(t, url), badConfig(t))
 	var got string
 	executor.Register(late, "nobody.home", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 		m, _ := t.Inbox.Pop()
@@ -386,7 +386,7 @@ func TestSQLLookingInputIsStoredAsData(t *testing.T) {
 		ids = append(ids, id)
 	}
 	for i, s := range sqlish {
-		e := executor.New(db, badConfig(t))
+		e := executor.MustNew(db, badConfig(t))
 		executor.Register(e, tasks.Type(s), executor.PollerFunc[sqlState, json.RawMessage](func(ctx context.Context, t *executor.Task[sqlState, json.RawMessage]) (executor.Action, error) {
 			for {
 				m, ok := t.Inbox.Pop()
@@ -445,7 +445,7 @@ func TestNULCharacters(t *testing.T) {
 	// A poll whose state or message has one fails like any refused commit.
 	for _, what := range []string{"state", "message"} {
 		typ := tasks.Type("nul." + what)
-		e := executor.New(db, badConfig(t))
+		e := executor.MustNew(db, badConfig(t))
 		executor.Register(e, typ, executor.PollerFunc[string, string](func(ctx context.Context, t *executor.Task[string, string]) (executor.Action, error) {
 			if what == "state" {
 				t.State = "a\x00b"
@@ -465,7 +465,7 @@ func TestNULCharacters(t *testing.T) {
 	// A poll that fails with an error text PostgreSQL cannot store (a NUL,
 	// invalid UTF-8) is still recorded as failed, its claim released: the
 	// text is made storable.
-	e := executor.New(db, badConfig(t))
+	e := executor.MustNew(db, badConfig(t))
 	executor.Register(e, "nul.error", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Action{}, errors.New("bad \x00 byte \xff here")
 	}))

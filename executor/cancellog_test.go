@@ -67,7 +67,7 @@ func TestCancelOfARunningTreeLogsOneLine(t *testing.T) {
 	rec := newLineRecorder(logger(t).Handler())
 	cfg := fastConfig(t)
 	cfg.Concurrency, cfg.Logger = 64, slog.New(rec)
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	const children = 30
 	var running, returned atomic.Int32
 	executor.Register(e, "child", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {

@@ -15,7 +15,7 @@ import (
 // claims, up to that bound and no further.
 func TestClaimsHeldAreBounded(t *testing.T) {
 	t.Parallel()
-	e := New(testdb.New(t), Config{Concurrency: 2, Logger: testdb.Logger(t)})
+	e := MustNew(testdb.New(t), Config{Concurrency: 2, Logger: testdb.Logger(t)})
 	Register(e, "job", PollerFunc[int, int](func(context.Context, *Task[int, int]) (Action, error) {
 		return Done(), nil
 	}))

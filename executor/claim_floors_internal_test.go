@@ -74,7 +74,7 @@ func enterFloorMode(t *testing.T, e *Executor, db *pgxpool.Pool) claimRequest {
 // floorTestExecutor is an executor of type "job" whose claims look for
 // stale claims only when the test says so.
 func floorTestExecutor(t *testing.T, db *pgxpool.Pool) *Executor {
-	e := New(db, Config{Concurrency: 10, PollInterval: time.Hour, Logger: testdb.Logger(t)})
+	e := MustNew(db, Config{Concurrency: 10, PollInterval: time.Hour, Logger: testdb.Logger(t)})
 	Register(e, "job", PollerFunc[int, int](func(context.Context, *Task[int, int]) (Action, error) {
 		return Done(), nil
 	}))

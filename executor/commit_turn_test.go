@@ -20,7 +20,7 @@ func TestWaitingCommitDoesNotHoldUpOthers(t *testing.T) {
 	url := testdb.URL(t)
 	admin := testdb.Pool(t, url)
 	const app = "waiting-commit"
-	e := executor.New(namedPool(t, url, app), fastConfig(t))
+	e := executor.MustNew(namedPool(t, url, app), fastConfig(t))
 	entered, proceed := make(chan struct{}), make(chan struct{})
 	executor.Register(e, "blocked", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		close(entered)

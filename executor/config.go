@@ -8,8 +8,8 @@ import (
 )
 
 // Config configures an Executor. Zero fields take the defaults documented on
-// each field. A Config outside the limits documented on its fields makes Run
-// and PollOnce return an error that names the field.
+// each field. A Config outside the limits documented on its fields makes New
+// return an error that names the field.
 // Whatever the Config, Run and PollOnce first check the database's schema,
 // and refuse one this build does not run on (see Run).
 type Config struct {

@@ -11,9 +11,9 @@ import (
 	"github.com/corotask/corotask/internal/testdb"
 )
 
-// A Config outside its limits is refused by Run and PollOnce with an error
-// that names the field and the rule, rather than panicking in a background
-// loop, spinning, or stealing claims from the executor itself.
+// A Config outside its limits is refused by New with an error that names the
+// field and the rule, rather than panicking in a background loop, spinning, or
+// stealing claims from the executor itself; MustNew panics with that error.
 func TestConfigIsValidated(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -50,23 +50,28 @@ func TestConfigIsValidated(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Logger = logger(t)
 			tc.cfg.DisableListen, tc.cfg.DisableVacuum = true, true
-			e := executor.New(db, tc.cfg) // never panics
+			e, err := executor.New(db, tc.cfg) // never panics
+			if tc.want != "" {
+				require.EqualError(t, err, tc.want)
+				require.Nil(t, e)
+				require.PanicsWithError(t, tc.want, func() { executor.MustNew(db, tc.cfg) })
+				return
+			}
+			require.NoError(t, err)
 			executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 				return executor.Done(), nil
 			}))
-
 			n, err := e.PollOnce(context.Background())
-			if tc.want == "" {
-				require.NoError(t, err)
-				require.Zero(t, n)
-				return
-			}
-			require.EqualError(t, err, tc.want)
-
-			// Run refuses to start; were it to start, it stops when ctx ends.
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			require.EqualError(t, e.Run(ctx), tc.want)
+			require.NoError(t, err)
+			require.Zero(t, n)
 		})
 	}
+}
+
+// New without a pool says so rather than panicking later.
+func TestNewNeedsAPool(t *testing.T) {
+	t.Parallel()
+	e, err := executor.New(nil, executor.Config{})
+	require.EqualError(t, err, "executor: New needs a pool (it was nil)")
+	require.Nil(t, e)
 }

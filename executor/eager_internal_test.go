@@ -23,7 +23,7 @@ func TestChildrenOfALostReplyAreReleased(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			db := testdb.New(t)
-			e := New(db, Config{Logger: testdb.Logger(t)})
+			e := MustNew(db, Config{Logger: testdb.Logger(t)})
 			Register(e, "child", PollerFunc[any, any](func(context.Context, *Task[any, any]) (Action, error) {
 				return Done(), nil
 			}))

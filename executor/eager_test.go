@@ -84,7 +84,7 @@ func runEager(t *testing.T, cfg executor.Config, n int, withMsg bool, child exec
 	db := testdb.New(t)
 	h := &claimCounter{}
 	cfg.Hooks = h
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	executor.Register(e, "root", spawner(n, withMsg))
 	executor.Register(e, "child", child, opts...)
 	root, err := tasks.Create(context.Background(), db, tasks.Spec{Type: "root"})
@@ -183,7 +183,7 @@ func TestFailedCommitGivesBackEagerSlots(t *testing.T) {
 	cfg.BackoffMin, cfg.BackoffMax = time.Millisecond, time.Millisecond
 	h := &claimCounter{}
 	cfg.Hooks = h
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	var attempts atomic.Int64
 	var childPolls atomic.Int64
 	executor.Register(e, "root", executor.PollerFunc[spawnerState, struct{}](func(ctx context.Context, t *executor.Task[spawnerState, struct{}]) (executor.Action, error) {
@@ -225,7 +225,7 @@ func TestShutdownReleasesEagerChildren(t *testing.T) {
 	cfg.ShutdownTimeout = 100 * time.Millisecond
 	h := &claimCounter{}
 	cfg.Hooks = h
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	var entered sync.WaitGroup
 	entered.Add(3)
 	executor.Register(e, "root", spawner(3, false))
@@ -260,7 +260,7 @@ func TestEagerChildrenAndClaimsShareTheSlots(t *testing.T) {
 	db := testdb.New(t)
 	cfg := fastConfig(t)
 	cfg.Concurrency = 3
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	var all, kids gauge
 	root := spawner(1, false)
 	executor.Register(e, "root", executor.PollerFunc[spawnerState, struct{}](func(ctx context.Context, t *executor.Task[spawnerState, struct{}]) (executor.Action, error) {
@@ -300,7 +300,7 @@ func TestChildMessagedByItsSpawnerIsNotEager(t *testing.T) {
 	cfg := fastConfig(t)
 	h := &claimCounter{}
 	cfg.Hooks = h
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	executor.Register(e, "root", executor.PollerFunc[spawnerState, struct{}](func(ctx context.Context, t *executor.Task[spawnerState, struct{}]) (executor.Action, error) {
 		if t.State.Spawned {
 			return executor.Done(), nil

@@ -46,7 +46,7 @@ func ExampleRegister() {
 	db, drop := testdb.ForExample() // a pool on a fresh database with the corotask schema
 	defer drop()
 
-	e := executor.New(db, executor.Config{Logger: slog.New(slog.DiscardHandler)})
+	e := executor.MustNew(db, executor.Config{Logger: slog.New(slog.DiscardHandler)})
 	// The state and message types, cart and cartMessage, are inferred from
 	// cartPoller's Poll method.
 	executor.Register(e, "shop.cart", cartPoller{})
@@ -120,7 +120,7 @@ func Example_spawnAndFanIn() {
 		return executor.DoneWith(t.State * t.State), nil
 	})
 
-	e := executor.New(db, executor.Config{Logger: slog.New(slog.DiscardHandler)})
+	e := executor.MustNew(db, executor.Config{Logger: slog.New(slog.DiscardHandler)})
 	executor.Register(e, "squares.sum", sum)
 	executor.Register(e, "squares.square", square)
 	runCtx, stop := context.WithCancel(ctx)
@@ -176,7 +176,7 @@ func ExampleExecutor_PollOnce() {
 			t.State++
 		}
 	})
-	e := executor.New(db, executor.Config{Logger: slog.New(slog.DiscardHandler)})
+	e := executor.MustNew(db, executor.Config{Logger: slog.New(slog.DiscardHandler)})
 	executor.Register(e, "example.counter", counter)
 
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "example.counter"})

@@ -46,7 +46,6 @@ type Executor struct {
 	cfg    Config
 	log    *slog.Logger
 	keeper *heartbeat.Keeper
-	cfgErr error // what is wrong with cfg: Run and PollOnce refuse to start
 	// severedRetries bounds atOnce. Evaluated on first use: tests make
 	// executors on pools that were never opened.
 	severedRetries func() int
@@ -102,20 +101,40 @@ type flight struct {
 }
 
 // New returns an Executor that works on pool, configured by cfg (see Config
-// for the defaults and limits; a Config outside them makes Run and PollOnce
-// return an error). The pool must allow at least two connections: one for
-// LISTEN (unless disabled) and one for claims and commits; a pool about as
-// large as the number of polls that commit at once is best. Heartbeats use a
-// connection of their own, opened like the pool's but outside it.
-func New(pool *pgxpool.Pool, cfg Config) *Executor {
+// for the defaults and limits). It returns an error that names the field and
+// the rule when cfg is outside its limits, and when pool is nil. The pool must
+// allow at least two connections: one for LISTEN (unless disabled) and one for
+// claims and commits; a pool about as large as the number of polls that commit
+// at once is best. Heartbeats use a connection of their own, opened like the
+// pool's but outside it.
+func New(pool *pgxpool.Pool, cfg Config) (*Executor, error) {
+	if pool == nil {
+		return nil, errors.New("executor: New needs a pool (it was nil)")
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return newExecutor(pool, cfg), nil
+}
+
+// MustNew is New for a configuration known to be valid (a literal in a
+// program or a test): it panics where New returns an error.
+func MustNew(pool *pgxpool.Pool, cfg Config) *Executor {
+	e, err := New(pool, cfg)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+func newExecutor(pool *pgxpool.Pool, cfg Config) *Executor {
 	stopped, cancel := context.WithCancel(context.Background())
 	cancel()
-	cfg = cfg.withDefaults()
 	e := &Executor{
 		id:             tasks.NewID(),
 		pool:           pool,
 		cfg:            cfg,
-		cfgErr:         cfg.validate(),
 		severedRetries: sync.OnceValue(func() int { return int(pool.Config().MaxConns) + 1 }),
 		log:            cfg.Logger,
 		wake:           make(chan struct{}, 1),
@@ -187,9 +206,6 @@ func (e *Executor) Types() []tasks.Type {
 // its claim is given back, and Run stops gracefully and returns the error
 // (the *sql.SchemaError when the schema no longer fits).
 func (e *Executor) Run(ctx context.Context) error {
-	if e.cfgErr != nil {
-		return e.cfgErr
-	}
 	if err := e.checkPooler(ctx); err != nil {
 		return err
 	}

@@ -147,7 +147,7 @@ func TestFibonacciFanOutFanInAcrossExecutors(t *testing.T) {
 			var polls atomic.Int64
 			poller := fibPoller(c.wait, &polls)
 			for range 3 {
-				e := executor.New(testdb.Pool(t, url), fastConfig(t))
+				e := executor.MustNew(testdb.Pool(t, url), fastConfig(t))
 				executor.Register(e, "fib", poller)
 				start(t, e)
 			}
@@ -175,7 +175,7 @@ func TestMessageSentDuringPollIsSeenByTheNextPoll(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	entered, proceed := make(chan struct{}), make(chan struct{})
 	var seen []int
 	executor.Register(e, "listener", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
@@ -250,7 +250,7 @@ func TestTwoExecutorsNeverPollOneTaskAtOnce(t *testing.T) {
 		return executor.Yield(), nil
 	})
 	for i := 0; i < 2; i++ {
-		e := executor.New(testdb.Pool(t, url), fastConfig(t))
+		e := executor.MustNew(testdb.Pool(t, url), fastConfig(t))
 		executor.Register(e, "yielder", poller)
 		start(t, e)
 	}
@@ -283,7 +283,7 @@ func TestStolenClaim(t *testing.T) {
 	cfgA := fastConfig(t)
 	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = testdb.LongHeartbeat, 200*time.Millisecond
 	cfgA.Concurrency = 1 // busy with its one poll: it cannot take the task back itself
-	a := executor.New(testdb.Pool(t, url), cfgA)
+	a := executor.MustNew(testdb.Pool(t, url), cfgA)
 	aEntered := make(chan struct{})
 	aCause := make(chan error, 1)
 	executor.Register(a, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
@@ -299,7 +299,7 @@ func TestStolenClaim(t *testing.T) {
 	<-aEntered
 
 	cfgB := fastConfig(t)
-	b := executor.New(testdb.Pool(t, url), cfgB)
+	b := executor.MustNew(testdb.Pool(t, url), cfgB)
 	executor.Register(b, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
 		if t.State != "initial" {
 			return executor.Action{}, fmt.Errorf("B sees state %q, want the last committed one", t.State)
@@ -401,7 +401,7 @@ func TestErrorAndPanicBackOffAndKeepStateAndMessages(t *testing.T) {
 			db := testdb.New(t)
 			cfg := fastConfig(t)
 			cfg.BackoffMin, cfg.BackoffMax = time.Hour, time.Hour
-			e := executor.New(db, cfg)
+			e := executor.MustNew(db, cfg)
 			executor.Register(e, "flaky", failingPoller(mode))
 			id, err := tasks.Create(ctx, db, tasks.Spec{Type: "flaky", State: counterState{Count: 1}, Message: "m1"})
 			require.NoError(t, err)
@@ -440,7 +440,7 @@ func TestSuccessResetsFailures(t *testing.T) {
 	db := testdb.New(t)
 	cfg := fastConfig(t)
 	cfg.BackoffMin = time.Millisecond
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	executor.Register(e, "flaky", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		if t.Failures < 2 {
 			return executor.Action{}, fmt.Errorf("failure %d", t.Failures+1)
@@ -469,7 +469,7 @@ func TestMaxFailuresEndsTaskAndTellsParent(t *testing.T) {
 	db := testdb.New(t)
 	cfg := fastConfig(t)
 	cfg.BackoffMin = time.Millisecond
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	executor.Register(e, "flaky", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Action{}, errors.New("always fails")
 	}), executor.MaxFailures(3))
@@ -502,7 +502,7 @@ func TestCancelRunningTask(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	entered := make(chan struct{})
 	cause := make(chan error, 1)
 	executor.Register(e, "long", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
@@ -541,7 +541,7 @@ func TestShutdownReleasesClaims(t *testing.T) {
 	cfg.ShutdownTimeout = 100 * time.Millisecond
 	// a's claims would last an hour (fastConfig): b polls the tasks only if
 	// a gave them back.
-	a := executor.New(testdb.Pool(t, url), cfg)
+	a := executor.MustNew(testdb.Pool(t, url), cfg)
 	var entered sync.WaitGroup
 	entered.Add(3)
 	executor.Register(a, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
@@ -563,7 +563,7 @@ func TestShutdownReleasesClaims(t *testing.T) {
 		require.Zero(t, task.Failures, "a release is not a failure")
 	}
 
-	b := executor.New(testdb.Pool(t, url), fastConfig(t))
+	b := executor.MustNew(testdb.Pool(t, url), fastConfig(t))
 	executor.Register(b, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Done(), nil
 	}))
@@ -578,7 +578,7 @@ func TestExecutorSurvivesKilledConnections(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	admin := testdb.Pool(t, url)
-	e := executor.New(testdb.Pool(t, url), fastConfig(t))
+	e := executor.MustNew(testdb.Pool(t, url), fastConfig(t))
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Done(), nil
 	}))
@@ -642,7 +642,7 @@ func runTasks(t *testing.T, db *pgxpool.Pool, e *executor.Executor, typ tasks.Ty
 func TestConcurrencyLimitPerType(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	var g gauge
 	executor.Register(e, "limited", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		defer g.enter()()
@@ -659,7 +659,7 @@ func TestConcurrencyLimit(t *testing.T) {
 	db := testdb.New(t)
 	cfg := fastConfig(t)
 	cfg.Concurrency = 3
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	var g gauge
 	gate := make(chan struct{})
 	executor.Register(e, "gated", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
@@ -683,7 +683,7 @@ func TestCommittingPollFreesItsSlot(t *testing.T) {
 	db := testdb.New(t)
 	cfg := fastConfig(t)
 	cfg.Concurrency = 1
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	polling, locked := make(chan struct{}), make(chan struct{})
 	executor.Register(e, "slow", executor.PollerFunc[int, int](func(context.Context, *executor.Task[int, int]) (executor.Action, error) {
 		close(polling)
@@ -716,7 +716,7 @@ func TestCommittingPollFreesItsSlot(t *testing.T) {
 
 func TestRegister(t *testing.T) {
 	t.Parallel()
-	e := executor.New(&pgxpool.Pool{}, executor.Config{})
+	e := executor.MustNew(&pgxpool.Pool{}, executor.Config{})
 	p := executor.PollerFunc[int, int](func(context.Context, *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Done(), nil
 	})
@@ -736,7 +736,7 @@ func TestRetentionDeletesExpiredTasks(t *testing.T) {
 	db := testdb.New(t)
 	cfg := fastConfig(t)
 	cfg.Retention = time.Hour
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	old, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})
 	require.NoError(t, err)
 	recent, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})

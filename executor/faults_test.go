@@ -103,7 +103,7 @@ func TestCommitAfterConnectionTerminatedIsRetried(t *testing.T) {
 	app := "corotask-test-terminated"
 	logs := newLogRecorder()
 	cfg := executor.Config{Concurrency: 1, Logger: slog.New(logs)}
-	e := executor.New(namedPool(t, url, app), cfg)
+	e := executor.MustNew(namedPool(t, url, app), cfg)
 	executor.Register(e, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
 		// Kill the executor's connections while it polls, as an operator or a
 		// restarting server would; the pool still holds them as idle.
@@ -155,7 +155,7 @@ func TestCommitsOfTasksThatMessageEachOtherDoNotDeadlock(t *testing.T) {
 
 	kid := make(chan tasks.ID, 1)
 	blocked := make(chan struct{})
-	x := executor.New(namedPool(t, url, "corotask-test-x"), cfg)
+	x := executor.MustNew(namedPool(t, url, "corotask-test-x"), cfg)
 	executor.Register(x, "x", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 		kid <- t.Spawn("kid", nil, nil)
 		<-blocked
@@ -163,7 +163,7 @@ func TestCommitsOfTasksThatMessageEachOtherDoNotDeadlock(t *testing.T) {
 		return executor.Suspend(), nil
 	}))
 	yEntered, yGo := make(chan struct{}), make(chan struct{})
-	y := executor.New(namedPool(t, url, "corotask-test-y"), cfg)
+	y := executor.MustNew(namedPool(t, url, "corotask-test-y"), cfg)
 	executor.Register(y, "y", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 		close(yEntered)
 		<-yGo
@@ -230,7 +230,7 @@ func TestRenewalAndCommitDoNotDeadlock(t *testing.T) {
 		app := fmt.Sprintf("corotask-test-renew-%d", round)
 		cfg := executor.Config{Concurrency: 2, HeartbeatTimeout: testdb.LongHeartbeat, HeartbeatInterval: 5 * time.Millisecond,
 			PollInterval: time.Hour, DisableListen: true, Logger: slog.New(logs)}
-		e := executor.New(namedPool(t, url, app), cfg)
+		e := executor.MustNew(namedPool(t, url, app), cfg)
 		entered := make(chan tasks.ID, 2)
 		release := make(chan struct{})
 		executor.Register(e, typ, executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
@@ -282,7 +282,7 @@ func TestOnCommitOnBrokenConnectionIsRetried(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	logs := newLogRecorder()
-	e := executor.New(db, executor.Config{Concurrency: 1, Logger: slog.New(logs)})
+	e := executor.MustNew(db, executor.Config{Concurrency: 1, Logger: slog.New(logs)})
 	var broke atomic.Bool
 	executor.Register(e, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
 		t.State = "polled"

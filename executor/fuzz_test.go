@@ -49,7 +49,7 @@ func FuzzPollDecodesStateAndInbox(f *testing.F) {
 	cfg := badConfig(f)
 	// The fuzz target may not log through f: its polls' failures are expected.
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	executor.Register(e, "fuzz", executor.PollerFunc[fuzzState, fuzzMsg](func(ctx context.Context, t *executor.Task[fuzzState, fuzzMsg]) (executor.Action, error) {
 		for {
 			m, ok := t.Inbox.Pop()

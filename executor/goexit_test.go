@@ -32,7 +32,7 @@ func TestPollerThatEndsItsGoroutine(t *testing.T) {
 	cfg.HeartbeatTimeout, cfg.HeartbeatInterval = testdb.LongHeartbeat, 20*time.Millisecond
 	cfg.ShutdownTimeout = time.Second
 	cfg.Hooks = rec
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	markerIn := make(chan struct{})
 	executor.Register(e, "marker", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		close(markerIn)

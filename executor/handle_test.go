@@ -31,7 +31,7 @@ func TestHandlesCreateSpawnAndSendTyped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 
 	receipts := executor.NewHandle[receiptState, string]("shop.receipt")
 	orders := executor.Register(e, "shop.order", executor.PollerFunc[orderState, orderMsg](

@@ -35,7 +35,7 @@ func TestMixedHeartbeatTimeoutsAgree(t *testing.T) {
 	// its heartbeat only ages.
 	cfgA := fastConfig(t)
 	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = testdb.LongHeartbeat, 20*time.Minute
-	a := executor.New(testdb.Pool(t, url), cfgA)
+	a := executor.MustNew(testdb.Pool(t, url), cfgA)
 	entered, release := make(chan struct{}), make(chan struct{})
 	executor.Register(a, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
 		close(entered)
@@ -58,7 +58,7 @@ func TestMixedHeartbeatTimeoutsAgree(t *testing.T) {
 	cfgB := fastConfig(t)
 	cfgB.HeartbeatTimeout, cfgB.HeartbeatInterval = bTimeout, bTimeout/3
 	cfgB.Hooks = recB
-	b := executor.New(testdb.Pool(t, url), cfgB)
+	b := executor.MustNew(testdb.Pool(t, url), cfgB)
 	var bPolls atomic.Int32
 	executor.Register(b, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
 		bPolls.Add(1)
@@ -94,7 +94,7 @@ func TestTakeoverOfAnExpiredClaimCountsAnAttempt(t *testing.T) {
 	t.Cleanup(func() { close(release); wg.Wait() })
 	entered := make(chan struct{}, 10)
 	newExecutor := func() *executor.Executor {
-		e := executor.New(db, fastConfig(t))
+		e := executor.MustNew(db, fastConfig(t))
 		executor.Register(e, "job", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
 			entered <- struct{}{}
 			<-release
@@ -163,7 +163,7 @@ func TestMaxConcurrencyHoldsForExpiredClaims(t *testing.T) {
 		claim_expires_at = now() - interval '30 seconds' WHERE task_id = ANY($1)`, ids[:5])
 	require.NoError(t, err)
 
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	var polls atomic.Int32
 	executor.Register(e, "capped", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
 		polls.Add(1)
@@ -197,7 +197,7 @@ func TestRetentionKeepsParentsOfLiveTasks(t *testing.T) {
 
 	cfg := fastConfig(t)
 	cfg.Retention = time.Hour
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	n, err := e.DeleteExpired(ctx)
 	require.NoError(t, err)
 	require.Zero(t, n)
@@ -227,7 +227,7 @@ func TestMessagesDoNotCutBackoffShort(t *testing.T) {
 	cfg := fastConfig(t)
 	cfg.BackoffMin = time.Hour
 	cfg.BackoffMax = 2 * time.Hour
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	var seen []string
 	fail := true
 	executor.Register(e, "job", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
@@ -313,7 +313,7 @@ func TestTakeBackIsNotAStorm(t *testing.T) {
 	cfg.Logger = slog.New(countingHandler{logger(t).Handler(), "took back a task", &takeBacks})
 	rec := newRecorder()
 	cfg.Hooks = rec
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	entered, release := make(chan struct{}), make(chan struct{})
 	var polls atomic.Int32
 	executor.Register(e, "job", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
@@ -360,7 +360,7 @@ func TestReclaimRightAfterCommitIsNotATakeBack(t *testing.T) {
 	cfg := fastConfig(t)
 	cfg.PollInterval = time.Hour // a task given back would not be polled again in time
 	cfg.Logger = slog.New(countingHandler{logger(t).Handler(), "took back a task", &takeBacks})
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	const polls = 100
 	executor.Register(e, "yielder", executor.PollerFunc[int, json.RawMessage](func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
 		if t.State++; t.State == polls {
@@ -395,7 +395,7 @@ func TestDoneWithMessagesArrivedMeanwhilePollsAgain(t *testing.T) {
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", Parent: parent, Message: "first"})
 	require.NoError(t, err)
 
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	entered, proceed := make(chan struct{}), make(chan struct{})
 	var seen [][]string // the messages each poll saw
 	var onCommits int

@@ -36,7 +36,7 @@ func TestHeartbeatsDoNotWaitForAnExhaustedPool(t *testing.T) {
 	cfg := executor.Config{Concurrency: 2, HeartbeatTimeout: testdb.LongHeartbeat, HeartbeatInterval: 50 * time.Millisecond,
 		PollInterval: 50 * time.Millisecond, ShutdownTimeout: 2 * time.Second,
 		DisableListen: true, DisableVacuum: true, Logger: logger(t)}
-	a := executor.New(pool, cfg)
+	a := executor.MustNew(pool, cfg)
 	held := make(chan struct{}, 2)
 	release := make(chan struct{})
 	causes := make(chan error, 2)
@@ -74,7 +74,7 @@ func TestHeartbeatsDoNotWaitForAnExhaustedPool(t *testing.T) {
 	var stolen atomic.Int32
 	bcfg := cfg
 	bcfg.Concurrency = 2
-	b := executor.New(testdb.Pool(t, url), bcfg)
+	b := executor.MustNew(testdb.Pool(t, url), bcfg)
 	executor.Register(b, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		stolen.Add(1)
 		return executor.Done(), nil
@@ -116,7 +116,7 @@ func TestBlockedRenewalCancelsPollsAtTheTimeout(t *testing.T) {
 	cfg := executor.Config{Concurrency: 1, HeartbeatTimeout: timeout, HeartbeatInterval: timeout / 5,
 		PollInterval: 50 * time.Millisecond, ShutdownTimeout: 2 * time.Second,
 		DisableListen: true, DisableVacuum: true, Logger: logger(t)}
-	e := executor.New(testdb.Pool(t, url), cfg)
+	e := executor.MustNew(testdb.Pool(t, url), cfg)
 	entered := make(chan struct{}, 1)
 	causes := make(chan error, 1)
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {

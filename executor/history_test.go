@@ -39,7 +39,7 @@ func TestHistoryOfACommittedPoll(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	sink, err := tasks.Create(ctx, db, tasks.Spec{Type: "sink", WakeAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	executor.Register(e, "job", executor.PollerFunc[[]string, string](func(ctx context.Context, t *executor.Task[[]string, string]) (executor.Action, error) {
@@ -93,7 +93,7 @@ func TestHistoryOfFailedAndPanickedPolls(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		if t.Failures == 0 {
 			return executor.Action{}, errors.New("the payment service said no")
@@ -130,7 +130,7 @@ func TestHistoryOfAPollWhoseClaimWasLost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, task *executor.Task[int, int]) (executor.Action, error) {
 		_, err := db.Exec(ctx, `UPDATE corotask.tasks SET claim = gen_random_uuid() WHERE task_id = $1`, task.ID)
 		require.NoError(t, err)
@@ -154,7 +154,7 @@ func TestHistoryOfAPollCanceledWhileRunning(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	started := make(chan struct{})
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		close(started)
@@ -185,7 +185,7 @@ func TestHistoryOfATakeover(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Done(), nil
 	}))
@@ -218,7 +218,7 @@ func TestHistoryOfABatchCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Done(), nil
 	}))
@@ -250,7 +250,7 @@ func TestHistoryIsCapped(t *testing.T) {
 	db := testdb.New(t)
 	cfg := fastConfig(t)
 	cfg.HistoryKeepFirst, cfg.HistoryKeepLast = 2, 3
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		t.State++
 		if t.State == 6 && t.Failures == 0 {
@@ -285,7 +285,7 @@ func TestHistoryOptionsPerType(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	poller := executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		t.State += 41
 		if t.State > 41 {
@@ -320,7 +320,7 @@ func TestBackoffPerType(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	executor.Register(e, "slow", failingPoller("error"), executor.Backoff(time.Hour, 2*time.Hour))
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "slow"})
 	require.NoError(t, err)
@@ -343,7 +343,7 @@ func TestRetentionDeletesHistory(t *testing.T) {
 	db := testdb.New(t)
 	cfg := fastConfig(t)
 	cfg.Retention = time.Hour
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Done(), nil
 	}))
@@ -385,7 +385,7 @@ func TestExecutorRegistration(t *testing.T) {
 	cfg := fastConfig(t)
 	// Refreshed often; alive for hours without one, however slow the machine.
 	cfg.HeartbeatTimeout, cfg.HeartbeatInterval = testdb.LongHeartbeat, 300*time.Millisecond
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	release := make(chan struct{})
 	executor.Register(e, "b.job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		<-release
@@ -485,7 +485,7 @@ func TestMessagesSayWhenTheyWereSent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	var sent []time.Time
 	executor.Register(e, "parent", executor.PollerFunc[bool, string](func(ctx context.Context, t *executor.Task[bool, string]) (executor.Action, error) {
 		if !t.State {
@@ -525,7 +525,7 @@ func TestVacuumIfNeededVacuumsHistory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	var autovacuum string
 	require.NoError(t, db.QueryRow(ctx, "SHOW autovacuum").Scan(&autovacuum))
 	_, err := db.Exec(ctx, `INSERT INTO corotask.history (task_id, attempt, outcome)

@@ -27,5 +27,5 @@ func (h slowPolls) PollDone(ctx context.Context, info *executor.PollInfo, res *e
 // events of interest.
 func ExampleHooks() {
 	cfg := executor.Config{Hooks: slowPolls{log: slog.Default()}}
-	_ = cfg // executor.New(pool, cfg)
+	_ = cfg // executor.MustNew(pool, cfg)
 }

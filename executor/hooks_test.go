@@ -104,7 +104,7 @@ func TestHooksReportEveryPoll(t *testing.T) {
 	// A failed task waits an hour: however slowly the test runs, the second
 	// PollOnce finds only the tasks the test made ready.
 	cfg.BackoffMin, cfg.BackoffMax = time.Hour, time.Hour
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	sink, err := tasks.Create(ctx, db, tasks.Spec{Type: "sink", WakeAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	executor.Register(e, "parent", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
@@ -197,7 +197,7 @@ func TestHooksReportRunHeartbeatsAndCancel(t *testing.T) {
 	cfg := fastConfig(t)
 	cfg.Hooks = rec
 	cfg.HeartbeatTimeout, cfg.HeartbeatInterval = testdb.LongHeartbeat, 50*time.Millisecond
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	entered := make(chan struct{})
 	executor.Register(e, "long", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		close(entered)
@@ -257,7 +257,7 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = testdb.LongHeartbeat, 200*time.Millisecond
 	cfgA.Concurrency = 1
 	cfgA.Hooks = recA
-	a := executor.New(testdb.Pool(t, url), cfgA)
+	a := executor.MustNew(testdb.Pool(t, url), cfgA)
 	aEntered := make(chan struct{})
 	executor.Register(a, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
 		close(aEntered)
@@ -271,7 +271,7 @@ func TestHooksReportClaimTakenOver(t *testing.T) {
 
 	cfgB := fastConfig(t)
 	cfgB.Hooks = recB
-	b := executor.New(testdb.Pool(t, url), cfgB)
+	b := executor.MustNew(testdb.Pool(t, url), cfgB)
 	executor.Register(b, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
 		return executor.DoneWith("B"), nil
 	}))
@@ -303,7 +303,7 @@ func TestHooksAreOptional(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		if ctx.Value(ctxKey{}) != nil {
 			return executor.Action{}, fmt.Errorf("unexpected context value")

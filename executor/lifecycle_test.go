@@ -34,7 +34,7 @@ func TestCrashBetweenClaimAndCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "during the dead poll"))
 
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	var got []string
 	executor.Register(e, "job", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 		for {
@@ -67,7 +67,7 @@ func TestRunningTaskIsNotClaimedAgain(t *testing.T) {
 	require.NoError(t, err)
 	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET heartbeat = now(), claim = gen_random_uuid() WHERE task_id = $1`, id)
 	require.NoError(t, err)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Done(), nil
 	}))
@@ -82,7 +82,7 @@ func TestManyEffectsInOneCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	const kids = 300
 	type fan struct {
 		Spawned bool
@@ -142,7 +142,7 @@ func TestEffectsKeepTheirOrderInBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	const kids = 60
 	type parent struct {
 		Spawned bool
@@ -216,7 +216,7 @@ func TestWorksWithListenDisabled(t *testing.T) {
 			db := testdb.Pool(t, withQueryExecMode(t, testdb.URL(t), mode))
 			cfg := fastConfig(t)
 			cfg.DisableListen = true
-			e := executor.New(db, cfg)
+			e := executor.MustNew(db, cfg)
 			executor.Register(e, "echo", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 				if m, ok := t.Inbox.Pop(); ok {
 					return executor.DoneWith(m.Body), nil
@@ -241,7 +241,7 @@ func TestRunRefusesQueryModesWithoutDescribe(t *testing.T) {
 	url := testdb.URL(t)
 	for _, mode := range []string{"exec", "simple_protocol"} {
 		db := testdb.Pool(t, withQueryExecMode(t, url, mode))
-		e := executor.New(db, fastConfig(t))
+		e := executor.MustNew(db, fastConfig(t))
 		executor.Register(e, "a", executor.PollerFunc[int, int](func(context.Context, *executor.Task[int, int]) (executor.Action, error) {
 			return executor.Done(), nil
 		}))
@@ -266,7 +266,7 @@ func TestSleepWakesOnTime(t *testing.T) {
 	db := testdb.New(t)
 	cfg := fastConfig(t)
 	cfg.PollInterval = time.Hour // the executor must wake at wake_at, not at its fallback poll
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	executor.Register(e, "sleeper", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		t.State++
 		switch t.State {
@@ -289,7 +289,7 @@ func TestVacuumIfNeeded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	var autovacuum string
 	require.NoError(t, db.QueryRow(ctx, "SHOW autovacuum").Scan(&autovacuum))
 	done, err := e.VacuumIfNeeded(ctx)

@@ -136,7 +136,7 @@ func TestSendAsOperatorToARunningTask(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	started, release := registerHeldJob(e)
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", Message: "first"})
 	require.NoError(t, err)

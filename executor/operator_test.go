@@ -48,7 +48,7 @@ func TestRetryNow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	var polls atomic.Int32
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		if polls.Add(1) == 1 {
@@ -90,7 +90,7 @@ func TestResetFailures(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Action{}, errors.New("down")
 	}), executor.MaxFailures(3), executor.Backoff(time.Hour, time.Hour))
@@ -130,7 +130,7 @@ func TestRestartFailedTask(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	var broken atomic.Bool
 	broken.Store(true)
 	executor.Register(e, "kid", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
@@ -242,7 +242,7 @@ func TestOperatorActionsRefuseARunningTask(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	started, release := registerHeldJob(e)
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", Message: "first"})
 	require.NoError(t, err)
@@ -276,7 +276,7 @@ func TestOperatorActionsRacingPolls(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	var mu sync.Mutex
 	seen := map[int]int{}
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {

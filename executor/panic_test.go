@@ -90,7 +90,7 @@ func TestPanicsAroundAPollAreFailedPolls(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			db := testdb.New(t)
-			e := executor.New(db, badConfig(t))
+			e := executor.MustNew(db, badConfig(t))
 			executor.Register(e, "touchy", tc.poller, executor.MaxFailures(2))
 			id, err := tasks.Create(ctx, db, tasks.Spec{Type: "touchy", State: tc.state, Message: tc.message})
 			require.NoError(t, err)
@@ -139,7 +139,7 @@ func TestRunSurvivesAPanickingDecoder(t *testing.T) {
 	db := testdb.New(t)
 	cfg := fastConfig(t)
 	cfg.BackoffMin, cfg.BackoffMax = time.Millisecond, 10*time.Millisecond
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	executor.Register(e, "touchy", executor.PollerFunc[int, touchy](func(ctx context.Context, t *executor.Task[int, touchy]) (executor.Action, error) {
 		for {
 			if _, ok := t.Inbox.Pop(); !ok {

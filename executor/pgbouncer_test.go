@@ -30,7 +30,7 @@ func TestBehindPgBouncerInTransactionMode(t *testing.T) {
 		// The first executor stops with the blocking poll in flight: it
 		// gives the task back at once rather than after 5s.
 		cfg.ShutdownTimeout = 10 * time.Millisecond
-		e := executor.New(testdb.Pool(t, withQueryExecMode(t, url, "cache_describe")), cfg)
+		e := executor.MustNew(testdb.Pool(t, withQueryExecMode(t, url, "cache_describe")), cfg)
 		executor.Register(e, "fib", fibPoller(executor.AwaitChildren(), nil))
 		executor.Register(e, "echo", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 			if m, ok := t.Inbox.Pop(); ok {
@@ -95,7 +95,7 @@ func TestRunRefusesWhatPgBouncerCannotCarry(t *testing.T) {
 			db := testdb.Pool(t, withQueryExecMode(t, url, c.queryMode))
 			cfg := fastConfig(t)
 			cfg.DisableListen = !c.listen
-			e := executor.New(db, cfg)
+			e := executor.MustNew(db, cfg)
 			executor.Register(e, "echo", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 				if m, ok := t.Inbox.Pop(); ok {
 					return executor.DoneWith(m.Body), nil

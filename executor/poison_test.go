@@ -24,7 +24,7 @@ func TestPoisonMessageIsDeliveredInOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, badConfig(t))
+	e := executor.MustNew(db, badConfig(t))
 	var seen []inbox.Message[order]
 	executor.Register(e, "orders", executor.PollerFunc[int, order](func(ctx context.Context, t *executor.Task[int, order]) (executor.Action, error) {
 		for {
@@ -90,7 +90,7 @@ func TestPoisonMessageLeftInTheInboxStays(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, badConfig(t))
+	e := executor.MustNew(db, badConfig(t))
 	executor.Register(e, "orders", executor.PollerFunc[int, order](func(ctx context.Context, t *executor.Task[int, order]) (executor.Action, error) {
 		for {
 			m, ok := t.Inbox.Peek()
@@ -126,7 +126,7 @@ func TestChildResultOfTheWrongType(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, badConfig(t))
+	e := executor.MustNew(db, badConfig(t))
 	var got []inbox.Message[int]
 	var child tasks.ID
 	executor.Register(e, "parent", executor.PollerFunc[bool, int](func(ctx context.Context, t *executor.Task[bool, int]) (executor.Action, error) {

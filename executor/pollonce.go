@@ -20,9 +20,6 @@ import (
 // that fails with an error of class 42 counts nothing against the task: the
 // claims it holds are given back, and it returns at once.
 func (e *Executor) PollOnce(ctx context.Context) (int, error) {
-	if e.cfgErr != nil {
-		return 0, e.cfgErr
-	}
 	req := e.request()
 	req.stale = true
 	if req.total == 0 {

@@ -59,7 +59,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	})
 
 	workerDB := poolAs(t, url, worker)
-	e := executor.New(workerDB, fastConfig(t))
+	e := executor.MustNew(workerDB, fastConfig(t))
 	executor.Register(e, "orders.watch", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 		if m, ok := t.Inbox.Pop(); ok && m.Body == "paid" {
 			t.Spawn("orders.receipt", nil, "print")

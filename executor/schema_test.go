@@ -106,7 +106,7 @@ func TestExecutorRefusesASchemaThatDoesNotFit(t *testing.T) {
 				c.setup(t, db)
 			}
 			for _, how := range []string{"Run", "PollOnce"} {
-				e := executor.New(db, fastConfig(t))
+				e := executor.MustNew(db, fastConfig(t))
 				polls := countingPoller(e)
 				var err error
 				if how == "Run" {
@@ -141,7 +141,7 @@ func TestExecutorRunsOnANewerCompatibleSchema(t *testing.T) {
 	_, err := db.Exec(ctx, `INSERT INTO corotask.migrations (version, name, checksum, compatible_from) VALUES ($1, 'future.sql', 'x', $2)`, last+1, last)
 	require.NoError(t, err)
 
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	polls := countingPoller(e)
 	n, err := e.PollOnce(ctx)
 	require.NoError(t, err)
@@ -150,7 +150,7 @@ func TestExecutorRunsOnANewerCompatibleSchema(t *testing.T) {
 
 	id2, err := tasks.Create(ctx, db, tasks.Spec{Type: "job"})
 	require.NoError(t, err)
-	e2 := executor.New(db, fastConfig(t))
+	e2 := executor.MustNew(db, fastConfig(t))
 	polls2 := countingPoller(e2)
 	start(t, e2)
 	waitStatus(t, db, id2, tasks.StatusDone)
@@ -195,7 +195,7 @@ func TestSchemaErrorAtCommitCountsNothing(t *testing.T) {
 				db, id := schemaDB(t)
 				var polls atomic.Int32
 				var setupErr error // written by the first poll, read once Run or PollOnce returned
-				e := executor.New(db, fastConfig(t))
+				e := executor.MustNew(db, fastConfig(t))
 				executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t2 *executor.Task[int, int]) (executor.Action, error) {
 					if polls.Add(1) == 1 {
 						setupErr = renameFunction(db, c.function)
@@ -237,7 +237,7 @@ func TestOnCommitSchemaErrorFailsThePoll(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, id := schemaDB(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		t.OnCommit(func(ctx context.Context, tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `SELECT no_such_function()`)
@@ -265,7 +265,7 @@ func TestExecutorChecksTheSchemaAgainAfterReconnecting(t *testing.T) {
 	cfg := fastConfig(t)
 	cfg.HeartbeatInterval = 100 * time.Millisecond // renewals soon; the claim lasts an hour
 	cfg.ShutdownTimeout = time.Second
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	polling := make(chan struct{}, 1)
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		select {
@@ -307,7 +307,7 @@ func TestExecutorChecksTheSchemaAgainAfterReconnecting(t *testing.T) {
 func TestRunStoppedBeforeItStartsReturnsNil(t *testing.T) {
 	t.Parallel()
 	db, _ := schemaDB(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	polls := countingPoller(e)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -331,7 +331,7 @@ func TestRunWaitsForAnUnreachableDatabase(t *testing.T) {
 	cfg := fastConfig(t)
 	rec := newLineRecorder(cfg.Logger.Handler())
 	cfg.Logger = slog.New(rec)
-	e := executor.New(pool, cfg)
+	e := executor.MustNew(pool, cfg)
 	polls := countingPoller(e)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

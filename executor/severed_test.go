@@ -62,7 +62,7 @@ func TestConnectionsKilledAreReplacedAtOnce(t *testing.T) {
 	w := warnings{Handler: logger(t).Handler(), mu: &sync.Mutex{}, msgs: &[]string{}}
 	cfg := fastConfig(t)
 	cfg.Logger = slog.New(w)
-	e := executor.New(testdb.Pool(t, url), cfg)
+	e := executor.MustNew(testdb.Pool(t, url), cfg)
 	// The polls of round blocked wait for the gate, which opens once every
 	// connection of the executor was killed under them.
 	const rounds, perRound, blocked = 4, 8, 2

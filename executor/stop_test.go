@@ -53,7 +53,7 @@ func TestStopDuringClaimGivesTheClaimBack(t *testing.T) {
 	hooks := &claimsSeen{}
 	cfg := fastConfig(t)
 	cfg.Hooks = hooks
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	polled := make(chan struct{}, 1)
 	executor.Register(e, "job", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 		polled <- struct{}{}

@@ -18,7 +18,7 @@ func TestSuspendWithUnreadMessagesWaitsForTheNextMessage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, badConfig(t))
+	e := executor.MustNew(db, badConfig(t))
 	var seen [][]string
 	executor.Register(e, "reader", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 		var batch []string

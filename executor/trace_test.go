@@ -69,7 +69,7 @@ func TestTraceContextsReachThePolls(t *testing.T) {
 	tr := &tracer{infos: map[tasks.ID][]executor.PollInfo{}}
 	cfg := fastConfig(t)
 	cfg.Hooks = tr
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	sink, err := tasks.Create(ctx, db, tasks.Spec{Type: "sink", WakeAt: farFuture()})
 	require.NoError(t, err)
 	var child tasks.ID
@@ -140,7 +140,7 @@ func TestNoTraceStoredWithoutTracing(t *testing.T) {
 	tr := &tracer{plain: true, infos: map[tasks.ID][]executor.PollInfo{}}
 	cfg := fastConfig(t)
 	cfg.Hooks = tr
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	sink, err := tasks.Create(ctx, db, tasks.Spec{Type: "sink", WakeAt: farFuture()})
 	require.NoError(t, err)
 	executor.Register(e, "parent", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {

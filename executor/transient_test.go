@@ -55,7 +55,7 @@ func TestTransientOnCommitErrorsAreRetried(t *testing.T) {
 			logs := newLogRecorder()
 			cfg := badConfig(t)
 			cfg.Logger = slog.New(logs)
-			e := executor.New(db, cfg)
+			e := executor.MustNew(db, cfg)
 			var attempts atomic.Int32
 			executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 				t.State++
@@ -128,7 +128,7 @@ func TestPermanentCommitErrorsFailThePoll(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, tasks.Cancel(ctx, db, ended))
 
-			e := executor.New(db, badConfig(t))
+			e := executor.MustNew(db, badConfig(t))
 			var polls atomic.Int32
 			executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 				polls.Add(1)
@@ -163,7 +163,7 @@ func TestOnCommitOnAnAbortedTransactionFailsThePoll(t *testing.T) {
 	// Backed off for an hour: the test sees the first failure, however
 	// slowly it looks.
 	cfg.BackoffMin, cfg.BackoffMax = time.Hour, time.Hour
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	var onCommits atomic.Int32
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		t.OnCommit(func(ctx context.Context, tx pgx.Tx) error {

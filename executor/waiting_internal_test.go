@@ -18,7 +18,7 @@ func TestClaimedTaskWaitsForASlot(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := New(db, Config{Concurrency: 1, Logger: testdb.Logger(t)})
+	e := MustNew(db, Config{Concurrency: 1, Logger: testdb.Logger(t)})
 	release := make(chan struct{})
 	Register(e, "job", PollerFunc[int, int](func(ctx context.Context, t *Task[int, int]) (Action, error) {
 		if t.State == 1 {

@@ -81,7 +81,7 @@ func TestInboxWindowReadsABacklogInOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	var polls []windowPoll
 	executor.Register(e, "reader", windowPoller(&polls, -1, executor.Suspend), executor.InboxWindow(100))
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "reader", WakeAt: farFuture()})
@@ -119,7 +119,7 @@ func TestInboxWindowDoneReadsOnFirst(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	var polls []windowPoll
 	executor.Register(e, "closer", windowPoller(&polls, -1, func() executor.Action { return executor.DoneWith("closed") }),
 		executor.InboxWindow(10))
@@ -144,7 +144,7 @@ func TestInboxWindowUnpoppedKeepsTheAction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	var polls []windowPoll
 	executor.Register(e, "picky", windowPoller(&polls, 3, executor.Suspend), executor.InboxWindow(5))
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "picky", WakeAt: farFuture()})
@@ -171,7 +171,7 @@ func TestInboxWindowAfterDroppedMessages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	var polls []windowPoll
 	executor.Register(e, "holes", windowPoller(&polls, -1, executor.Suspend), executor.InboxWindow(3))
 	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "holes", WakeAt: farFuture()})
@@ -191,7 +191,7 @@ func TestInboxWindowAfterDroppedMessages(t *testing.T) {
 
 func TestInboxWindowOptionIsChecked(t *testing.T) {
 	t.Parallel()
-	e := executor.New(testdb.New(t), fastConfig(t))
+	e := executor.MustNew(testdb.New(t), fastConfig(t))
 	for _, n := range []int{-1, executor.MaxInboxWindow + 1} {
 		_, err := executor.RegisterSafely(e, "w", executor.PollerFunc[int, int](func(context.Context, *executor.Task[int, int]) (executor.Action, error) {
 			return executor.Suspend(), nil
@@ -207,7 +207,7 @@ func TestInboxWindowFanIn(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	e := executor.New(db, fastConfig(t))
+	e := executor.MustNew(db, fastConfig(t))
 	const children = 120
 	var polls []windowPoll
 	executor.Register(e, "leaf", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {

@@ -7,7 +7,7 @@
 //		return err
 //	}
 //	defer hooks.Close()
-//	e := executor.New(pool, executor.Config{Hooks: hooks})
+//	e, err := executor.New(pool, executor.Config{Hooks: hooks})
 //
 // The providers default to OpenTelemetry's global ones (otel.SetMeterProvider,
 // otel.SetTracerProvider). One Hooks may serve every executor of a process.

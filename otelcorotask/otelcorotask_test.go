@@ -151,7 +151,7 @@ func TestPollMetricsAndSpans(t *testing.T) {
 	// A failed task waits an hour: however slowly the test runs, it is not
 	// ready again before the test says so.
 	cfg.BackoffMin, cfg.BackoffMax = time.Hour, time.Hour
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 
 	sink, err := tasks.Create(ctx, db, tasks.Spec{Type: "sink", WakeAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
@@ -308,7 +308,7 @@ func TestClaimTakenOverAndHeartbeatMetrics(t *testing.T) {
 	// until B, which looks for expired claims every 50ms, takes it over.
 	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = testdb.LongHeartbeat, 200*time.Millisecond
 	cfgA.Hooks = telA.hooks
-	a := executor.New(testdb.Pool(t, url), cfgA)
+	a := executor.MustNew(testdb.Pool(t, url), cfgA)
 	aEntered := make(chan struct{})
 	executor.Register(a, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
 		close(aEntered)
@@ -342,7 +342,7 @@ func TestClaimTakenOverAndHeartbeatMetrics(t *testing.T) {
 	require.NoError(t, db.QueryRow(ctx, `SELECT claim FROM corotask.tasks WHERE task_id = $1`, job).Scan(&claimA))
 	cfgB := config()
 	cfgB.Hooks = telB.hooks
-	b := executor.New(testdb.Pool(t, url), cfgB)
+	b := executor.MustNew(testdb.Pool(t, url), cfgB)
 	executor.Register(b, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
 		return executor.DoneWith("B"), nil
 	}))
@@ -421,7 +421,7 @@ func TestEagerChildrenMetric(t *testing.T) {
 	tel := newTelemetry(t, otelcorotask.Config{})
 	cfg := config()
 	cfg.Hooks = tel.hooks
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	executor.Register(e, "parent", executor.PollerFunc[bool, int](func(ctx context.Context, t *executor.Task[bool, int]) (executor.Action, error) {
 		if t.State {
 			return executor.Done(), nil
@@ -469,7 +469,7 @@ func TestReadyGaugesAreBounded(t *testing.T) {
 	tel := newTelemetry(t, otelcorotask.Config{DB: db, ReadyLimit: 2})
 	cfg := config()
 	cfg.Hooks = tel.hooks
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	executor.Register(e, "idle", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Done(), nil
 	}))
@@ -481,7 +481,7 @@ func TestReadyGaugesAreBounded(t *testing.T) {
 
 	h2 := newTelemetry(t, otelcorotask.Config{DB: db, ReadyLimit: 2})
 	cfg.Hooks = h2.hooks
-	e = executor.New(db, cfg)
+	e = executor.MustNew(db, cfg)
 	executor.Register(e, "idle", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Done(), nil
 	}))

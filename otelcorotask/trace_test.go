@@ -54,7 +54,7 @@ func TestPollSpansLinkToTheTaskCreator(t *testing.T) {
 	tel := newTelemetry(t, otelcorotask.Config{})
 	cfg := config()
 	cfg.Hooks = tel.hooks
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		t.State++
 		if t.State == 1 {
@@ -91,7 +91,7 @@ func TestPollSpanLinksToMessageSenders(t *testing.T) {
 	tel := newTelemetry(t, otelcorotask.Config{})
 	cfg := config()
 	cfg.Hooks = tel.hooks
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	executor.Register(e, "inbox", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {
 		for {
 			if _, ok := t.Inbox.Pop(); !ok {
@@ -128,7 +128,7 @@ func TestSpawnsAndSendsLinkToTheirPoll(t *testing.T) {
 	tel := newTelemetry(t, otelcorotask.Config{})
 	cfg := config()
 	cfg.Hooks = tel.hooks
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	recipient, err := tasks.Create(ctx, db, tasks.Spec{Type: "recipient", WakeAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	var child tasks.ID
@@ -193,7 +193,7 @@ func TestUnsampledPollsPassNoTraceOn(t *testing.T) {
 	require.NoError(t, err)
 	cfg := config()
 	cfg.Hooks = hooks
-	e := executor.New(db, cfg)
+	e := executor.MustNew(db, cfg)
 	executor.Register(e, "parent", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		t.Spawn("child", nil, nil)
 		return executor.Suspend(), nil

@@ -291,7 +291,7 @@ func TestUpgradeMovesInboxesToMessageRows(t *testing.T) {
 	require.Len(t, runningTask.InboxNext, len(running.inboxNext)+1)
 	runningAfter := runningTask.InboxNext[len(running.inboxNext)]
 
-	e := executor.New(db, executor.Config{})
+	e := executor.MustNew(db, executor.Config{})
 	var mu sync.Mutex
 	seen := map[tasks.ID][]seenMessage{}
 	polls := map[tasks.ID]int{}

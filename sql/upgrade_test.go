@@ -131,7 +131,7 @@ func TestUpgradeFromTheFirstRelease(t *testing.T) {
 	}
 	send(suspended, "suspended 1")
 
-	e := executor.New(db, executor.Config{})
+	e := executor.MustNew(db, executor.Config{})
 	var mu sync.Mutex
 	seen := map[tasks.ID][]string{}
 	executor.Register(e, "job", executor.PollerFunc[int, string](func(ctx context.Context, t *executor.Task[int, string]) (executor.Action, error) {

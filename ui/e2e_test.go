@@ -197,7 +197,7 @@ func TestBrowser(t *testing.T) {
 	}
 	id, err := tasks.Create(ctx, pool, tasks.Spec{Type: "e2e.workflow"})
 	require.NoError(t, err)
-	runWorkflows(t, ctx, executor.New(pool, executor.Config{
+	runWorkflows(t, ctx, executor.MustNew(pool, executor.Config{
 		PollInterval: 100 * time.Millisecond, Logger: testdb.Logger(t),
 	}))
 

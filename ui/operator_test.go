@@ -59,7 +59,7 @@ func TestTaskPageShowsTheHistory(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ui.Config{})
 	ctx := context.Background()
-	e := executor.New(s.pool, executor.Config{Logger: testdb.Logger(t)})
+	e := executor.MustNew(s.pool, executor.Config{Logger: testdb.Logger(t)})
 	polls := 0
 	executor.Register(e, "flaky", executor.PollerFunc[struct{}, json.RawMessage](
 		func(ctx context.Context, tk *executor.Task[struct{}, json.RawMessage]) (executor.Action, error) {
@@ -100,7 +100,7 @@ func TestExecutorsPageAndHolder(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ui.Config{})
 	ctx, stop := context.WithCancel(context.Background())
-	e := executor.New(s.pool, executor.Config{Concurrency: 7, Logger: testdb.Logger(t)})
+	e := executor.MustNew(s.pool, executor.Config{Concurrency: 7, Logger: testdb.Logger(t)})
 	polling := make(chan struct{})
 	release := make(chan struct{})
 	executor.Register(e, "held", executor.PollerFunc[struct{}, json.RawMessage](

@@ -21,7 +21,7 @@ import (
 // executor of the CLI's database.
 func (c *cli) pollOnce(typ tasks.Type, poller executor.PollerFunc[int, json.RawMessage], opts ...executor.Option) *executor.Executor {
 	c.t.Helper()
-	e := executor.New(testdb.Pool(c.t, c.url), executor.Config{BackoffMin: time.Hour, BackoffMax: time.Hour})
+	e := executor.MustNew(testdb.Pool(c.t, c.url), executor.Config{BackoffMin: time.Hour, BackoffMax: time.Hour})
 	executor.Register(e, typ, poller, opts...)
 	_, _ = e.PollOnce(context.Background())
 	return e
@@ -84,7 +84,7 @@ func TestExecutors(t *testing.T) {
 	c := newCLI(t)
 	require.Equal(t, "no executors registered\n", c.ok("executors"))
 	require.Equal(t, "[]\n", c.ok("executors", "--json"))
-	e := executor.New(testdb.Pool(t, c.url), executor.Config{})
+	e := executor.MustNew(testdb.Pool(t, c.url), executor.Config{})
 	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Done(), nil
 	}))

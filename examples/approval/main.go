@@ -285,7 +285,10 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "(from a clone of the repository, `go run ./cmd/corotask` works as `corotask`)\n")
 
-	e := executor.New(db, executor.Config{Logger: cfg.Logger})
+	e, err := executor.New(db, executor.Config{Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
 	executor.Register(e, orderType, &orderPoller{
 		timeout: cfg.Timeout, remind: cfg.Remind, strict: cfg.Strict, out: stdout, log: cfg.Logger, now: time.Now,
 	})

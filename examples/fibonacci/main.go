@@ -309,7 +309,7 @@ func work(ctx context.Context, tg target, cfg config, started func()) ([]int64, 
 // newExecutor returns an executor that polls fibonacci.fib tasks, and its
 // poller.
 func newExecutor(db *pgxpool.Pool, cfg config, log *slog.Logger) (*executor.Executor, *fibPoller) {
-	e := executor.New(db, executor.Config{
+	e := executor.MustNew(db, executor.Config{
 		Concurrency: cfg.Workers,
 		Logger:      log,
 	})

@@ -195,8 +195,11 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 		return err
 	}
 	defer hooks.Close()
-	e := executor.New(db, executor.Config{Concurrency: 10, Hooks: hooks, Logger: cfg.Logger,
+	e, err := executor.New(db, executor.Config{Concurrency: 10, Hooks: hooks, Logger: cfg.Logger,
 		BackoffMin: 10 * time.Millisecond, BackoffMax: time.Second})
+	if err != nil {
+		return err
+	}
 	executor.Register(e, checkoutType, executor.PollerFunc[checkout, json.RawMessage](pollCheckout))
 	executor.Register(e, itemType, executor.PollerFunc[item, json.RawMessage](pollItem))
 

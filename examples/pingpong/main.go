@@ -167,7 +167,10 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 		return tg.Wrap("migrate", err)
 	}
 
-	e := executor.New(db, executor.Config{Concurrency: 2, Logger: cfg.Logger})
+	e, err := executor.New(db, executor.Config{Concurrency: 2, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
 	executor.Register(e, playerType, player(cfg.Logger))
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()

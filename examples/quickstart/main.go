@@ -77,7 +77,10 @@ func run(ctx context.Context, url string, out io.Writer) error {
 		return err
 	}
 
-	e := executor.New(pool, executor.Config{}) // defaults: see "Configuration"
+	e, err := executor.New(pool, executor.Config{}) // defaults: see "Configuration"
+	if err != nil {
+		return err
+	}
 	executor.Register(e, "demo.counter", executor.PollerFunc[Counter, Add](poll))
 	runCtx, stopExecutor := context.WithCancel(ctx)
 	defer stopExecutor()

@@ -79,7 +79,11 @@ func (r *runner) startExecutors(ctx context.Context, n, concurrency int, cfg exe
 		g.pools = append(g.pools, pool)
 		ec := cfg
 		ec.Concurrency = c
-		e := executor.New(pool, ec)
+		e, err := executor.New(pool, ec)
+		if err != nil {
+			g.close()
+			return nil, err
+		}
 		register(e)
 		execs = append(execs, e)
 	}

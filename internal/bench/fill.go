@@ -43,7 +43,7 @@ type filler struct {
 // newFiller makes a filler on db, whose executor polls filler tasks only
 // (with PollOnce: nothing runs in the background).
 func (r *runner) newFiller(db *pgxpool.Pool) *filler {
-	ex := executor.New(db, r.executorConfig(1))
+	ex := executor.MustNew(db, r.executorConfig(1))
 	executor.Register(ex, fillType, executor.PollerFunc[fillOrder, struct{}](
 		func(ctx context.Context, t *executor.Task[fillOrder, struct{}]) (executor.Action, error) {
 			for i := range t.State.Count {

@@ -45,7 +45,10 @@ func runIdle(ctx context.Context, r *runner, res *Result) error {
 		return err
 	}
 	defer db.Close()
-	ex := executor.New(db, executor.Config{Concurrency: o.K, Logger: r.log, Retention: -1})
+	ex, err := executor.New(db, executor.Config{Concurrency: o.K, Logger: r.log, Retention: -1})
+	if err != nil {
+		return err
+	}
 	executor.Register(ex, idleType, executor.PollerFunc[struct{}, json.RawMessage](
 		func(ctx context.Context, t *executor.Task[struct{}, json.RawMessage]) (executor.Action, error) {
 			return executor.Yield(), nil

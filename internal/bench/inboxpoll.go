@@ -36,7 +36,10 @@ func runInboxPoll(ctx context.Context, r *runner, res *Result) error {
 	defer db.Close()
 	fill := r.newFiller(db)
 	var popped int // by the last poll
-	ex := executor.New(db, r.executorConfig(1))
+	ex, err := executor.New(db, r.executorConfig(1))
+	if err != nil {
+		return err
+	}
 	executor.Register(ex, inboxPollType, executor.PollerFunc[struct{}, note](
 		func(ctx context.Context, t *executor.Task[struct{}, note]) (executor.Action, error) {
 			popped = 0

@@ -109,7 +109,10 @@ func worker(specJSON string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
-	e := executor.New(pool, cfg)
+	e, err := executor.New(pool, cfg)
+	if err != nil {
+		return fail(err)
+	}
 	var first firstTime
 	var polls atomic.Int64
 	history := executor.History(!spec.NoHistory)

@@ -134,7 +134,7 @@ func runWorker(ctx context.Context, cfg WorkerConfig, sigs chan os.Signal) error
 
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	logger = logger.With("worker", cfg.Name, "pid", os.Getpid())
-	e := executor.New(pool, executor.Config{
+	e, err := executor.New(pool, executor.Config{
 		Concurrency:      cfg.Concurrency,
 		HeartbeatTimeout: cfg.HeartbeatTimeout,
 		PollInterval:     cfg.PollInterval,
