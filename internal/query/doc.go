@@ -1,0 +1,21 @@
+// Package query holds the SQL statements the library runs, each written
+// once and named for what it does: the executor's claim and commits, the
+// heartbeat's renewal, the task client's reads and operator calls, the web
+// UI's and the CLI's listings and trees. Packages of the module run these
+// constants; none writes a statement of its own.
+//
+// Conventions:
+//
+//   - A statement is an exported string constant, with a comment that says
+//     what it does, its parameters and what it returns.
+//   - Parameters are named (@name, bound with pgx.NamedArgs) where a
+//     statement takes more than three; positional ($1..$3) otherwise.
+//   - A fragment used by more than one statement (the status of a task, the
+//     ready predicate, a task's columns) is a constant of its own, and the
+//     statements are built from it by concatenation, at compile time.
+//   - The public SQL API (create_task(s), send_to_task, cancel_task, the
+//     operator functions) stays in sql/functions, where triggers can call it;
+//     statements here call those functions rather than copy them.
+//
+// The package imports nothing of the module, so every package may use it.
+package query
