@@ -1,0 +1,63 @@
+package corotasktest
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Clock is a clock the test moves: it starts at the time NewClock is
+// called and changes only when told, never backwards. It is safe for
+// concurrent use. Make one with NewClock: the zero Clock reads the zero
+// time.
+//
+// It is meant to be given as executor.Config.Clock, an interface{ Now()
+// time.Time }: the executor will then take from it the time of its polls
+// and sleeps, and the database will read it, in the transactions of that
+// executor, through the SQL function corotask.now() (the transaction-local
+// setting corotask.now), so that a task that sleeps an hour is ready once
+// the test advances the clock an hour. That wiring is not in the executor
+// yet.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a Clock set to the current time, to the microsecond
+// (PostgreSQL's precision, so that a time read back from the database
+// equals the clock's) and without a monotonic reading (so that times
+// compare with ==).
+func NewClock() *Clock {
+	return &Clock{now: time.Now().Round(0).Truncate(time.Microsecond)}
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d and returns the new time. It panics
+// when d is negative: the clock never goes back.
+func (c *Clock) Advance(d time.Duration) time.Time {
+	if d < 0 {
+		panic(fmt.Sprintf("corotasktest: Clock.Advance(%s): the clock never goes back", d))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	return c.now
+}
+
+// Set moves the clock forward to t. It panics when t is before the clock's
+// time: the clock never goes back.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.Before(c.now) {
+		panic(fmt.Sprintf("corotasktest: Clock.Set(%s): before the clock's time %s; the clock never goes back",
+			t.Format(time.RFC3339Nano), c.now.Format(time.RFC3339Nano)))
+	}
+	c.now = t.Round(0)
+}
