@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -323,4 +324,18 @@ func TestTryPollMatchesTheCommit(t *testing.T) {
 	require.Equal(t, executor.Sleep(2*time.Second), res.Action)
 	require.NotNil(t, task.WakeAt)
 	require.False(t, task.WakeAt.Before(before.Truncate(time.Microsecond).Add(2*time.Second)), "sleeps 2s from its commit")
+}
+
+// A unit test of a poller tries one poll on a state and messages, and looks
+// at what it would commit: no database, nothing committed.
+func ExampleTryPoll() {
+	res, err := executor.TryPoll(context.Background(), adder, executor.TryInput[tally, int]{
+		State:    tally{Sum: 1},
+		Messages: []inbox.Message[int]{{Body: 2}, {Body: 3}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Action, res.State.Sum, res.Popped)
+	// Output: sleep(2s) 6 2
 }
