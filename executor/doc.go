@@ -113,5 +113,7 @@
 // # Testing pollers
 //
 // PollOnce claims what is ready now, polls it and commits, with no
-// background loops: a deterministic step for tests.
+// background loops: a deterministic step for tests. TryPoll runs one poll
+// on a state and messages the test gives and returns what it would commit,
+// without a database. Package corotasktest has the rest of a test kit.
 package executor
