@@ -35,7 +35,7 @@ func dropLater(drop func() error) bool {
 		defer func() { <-dropSlots }()
 		if err := drop(); err != nil {
 			// The test has ended; a database left behind is swept by a later run.
-			fmt.Fprintf(os.Stderr, "testdb: %v\n", err)
+			fmt.Fprintf(os.Stderr, "test database: %v\n", err)
 		}
 	})
 	return true
@@ -77,7 +77,7 @@ func Main(m *testing.M, parallel int) int {
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
 	if !given && parallel > 0 {
 		if err := flag.Set("test.parallel", strconv.Itoa(parallel)); err != nil {
-			panic("testdb: set -test.parallel: " + err.Error())
+			panic("test database: set -test.parallel: " + err.Error())
 		}
 	}
 	dropsMu.Lock()

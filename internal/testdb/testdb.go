@@ -50,7 +50,7 @@ func AdminURL(t testing.TB) string {
 	t.Helper()
 	u, err := admin()
 	if err != nil {
-		t.Fatalf("testdb: no database server: %v", err)
+		t.Fatalf("test database: no database server: %v", err)
 	}
 	return u
 }
@@ -105,7 +105,7 @@ func URL(t testing.TB) string {
 	admin := AdminURL(t)
 	tmpl, err := migratedTemplate(admin)
 	if err != nil {
-		t.Fatalf("testdb: template database: %v", err)
+		t.Fatalf("test database: template database: %v", err)
 	}
 	return create(t, admin, tmpl)
 }
@@ -121,7 +121,7 @@ func create(t testing.TB, admin, template string) string {
 	t.Helper()
 	u, drop, err := createDatabase(admin, template)
 	if err != nil {
-		t.Fatalf("testdb: %v", err)
+		t.Fatalf("test database: %v", err)
 	}
 	t.Cleanup(func() {
 		// A failed or panicking test drops its database at once: the
@@ -130,7 +130,7 @@ func create(t testing.TB, admin, template string) string {
 			return
 		}
 		if err := drop(); err != nil {
-			t.Logf("testdb: %v", err)
+			t.Logf("test database: %v", err)
 		}
 	})
 	return u
@@ -142,19 +142,19 @@ func create(t testing.TB, admin, template string) string {
 func ForExample() (*pgxpool.Pool, func()) {
 	admin, err := admin()
 	if err != nil {
-		panic(fmt.Sprintf("testdb: no database server: %v", err))
+		panic(fmt.Sprintf("test database: no database server: %v", err))
 	}
 	tmpl, err := migratedTemplate(admin)
 	if err != nil {
-		panic(fmt.Sprintf("testdb: template database: %v", err))
+		panic(fmt.Sprintf("test database: template database: %v", err))
 	}
 	u, drop, err := createDatabase(admin, tmpl)
 	if err != nil {
-		panic(fmt.Sprintf("testdb: %v", err))
+		panic(fmt.Sprintf("test database: %v", err))
 	}
 	pool, err := pgxpool.New(context.Background(), u)
 	if err != nil {
-		panic(fmt.Sprintf("testdb: open pool: %v", err))
+		panic(fmt.Sprintf("test database: open pool: %v", err))
 	}
 	return pool, func() {
 		pool.Close()
@@ -204,11 +204,11 @@ func Pool(t testing.TB, url string) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		t.Fatalf("testdb: parse url: %v", err)
+		t.Fatalf("test database: parse url: %v", err)
 	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
-		t.Fatalf("testdb: open pool: %v", err)
+		t.Fatalf("test database: open pool: %v", err)
 	}
 	t.Cleanup(pool.Close)
 	return pool
