@@ -1,32 +1,42 @@
 package sql
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"io/fs"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/sql/internal/releases"
 )
 
-// functionsChecksum identifies the contents of every function file, names
-// included.
-func functionsChecksum(t *testing.T) string {
-	t.Helper()
-	files, err := FunctionFiles()
-	require.NoError(t, err)
-	h := sha256.New()
-	for _, f := range files {
-		h.Write([]byte(f.Name + "\x00" + f.SQL + "\x00"))
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// A change to a function file comes with a new functionsRelease, so that
-// databases can tell newer functions from older ones.
+// A change to a function file comes with a new release recorded in
+// releases.go, so that databases can tell newer functions from older ones.
 func TestFunctionsReleaseFollowsTheFiles(t *testing.T) {
 	t.Parallel()
-	got := functionsChecksum(t)
-	require.Equal(t, functionsSum, got,
-		"the function files changed: raise functionsRelease (now %d) to %d and set functionsSum to %q in sql/release.go",
-		functionsRelease, functionsRelease+1, got)
+	embedded, err := fs.Sub(files, "functions")
+	require.NoError(t, err)
+	sum, err := releases.Checksum(embedded)
+	require.NoError(t, err)
+	last := functionReleases[len(functionReleases)-1]
+	require.Equal(t, last.sum, sum,
+		"the function files differ from release %d's: run 'go generate ./sql' (it records release %d in sql/releases.go) and commit sql/releases.go with them",
+		last.number, last.number+1)
+	require.Equal(t, last.number, functionsRelease)
+}
+
+// The record the generator reads is the one the build compiles: releases
+// numbered from 1 up, one by one.
+func TestFunctionReleasesAreTheGeneratorsRecord(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("releases.go")
+	require.NoError(t, err)
+	parsed := releases.Parse(src)
+	require.Len(t, parsed, len(functionReleases))
+	for i, r := range functionReleases {
+		require.Equal(t, releases.Release{Number: i + 1, Sum: r.sum}, parsed[i])
+		require.Equal(t, i+1, r.number)
+	}
+	require.Equal(t, string(src), string(releases.Format(parsed)),
+		"sql/releases.go was edited by hand: restore it and run 'go generate ./sql'")
 }

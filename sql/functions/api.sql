@@ -21,6 +21,23 @@
 -- table where a few index probes would do. Every statement here touches only
 -- the rows its arrays name, by task_id, so index probes are always right.
 
+-- now is corotask's clock: the time that decides when a task is due (wake_at),
+-- when a claim expires, and when a task ended (done_at, which retention
+-- counts from). It is the transaction's now(), unless the transaction set
+-- corotask.now (set_config('corotask.now', <timestamptz>, true)): an executor
+-- run by a test with a clock of its own sets it in every transaction it opens.
+-- It is inlined where it is called (LANGUAGE sql, STABLE, one expression, no
+-- SET): the planner sees current_setting() and now() in place of a call, so
+-- `wake_at <= corotask.now()` uses the index on wake_at as `<= now()` does.
+-- Audit stamps (claimed_at, heartbeat, a message's "at") and the executors'
+-- own expiry stay on now(). It comes first: status() below names it, and a
+-- LANGUAGE sql body is checked when it is created.
+CREATE OR REPLACE FUNCTION corotask.now() RETURNS timestamptz
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT coalesce(nullif(pg_catalog.current_setting('corotask.now', true), '')::pg_catalog.timestamptz,
+                    pg_catalog.now())
+$$;
+
 -- The largest message body accepted, in bytes of its stored jsonb form.
 CREATE OR REPLACE FUNCTION corotask.max_message_bytes() RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS 'SELECT 1048576';
@@ -59,11 +76,11 @@ CREATE OR REPLACE FUNCTION corotask.status(t corotask.tasks) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT CASE
         WHEN t.outcome IS NOT NULL THEN t.outcome
-        WHEN t.claim IS NOT NULL AND t.claim_expires_at < now() THEN 'stale'
+        WHEN t.claim IS NOT NULL AND t.claim_expires_at < corotask.now() THEN 'stale'
         WHEN t.claim IS NOT NULL THEN 'running'
         WHEN t.wake_at IS NULL THEN 'suspended'
-        WHEN t.wake_at > now() AND t.failures > 0 THEN 'retrying'
-        WHEN t.wake_at > now() THEN 'sleeping'
+        WHEN t.wake_at > corotask.now() AND t.failures > 0 THEN 'retrying'
+        WHEN t.wake_at > corotask.now() THEN 'sleeping'
         WHEN EXISTS (SELECT 1 FROM corotask.executors)
              AND NOT EXISTS (SELECT 1 FROM corotask.executors e
                              WHERE e.expires_at > now() AND t.task_type = ANY (e.task_types)) THEN 'unserved'
@@ -197,7 +214,7 @@ $$;
 -- live task p_to[i], in array order per task. Each becomes a row of
 -- corotask.messages, numbered after the task's last one (msg_seq), and
 -- counts in the task's inbox, or in its inbox_next while an executor holds it
--- (claim IS NOT NULL). The task is woken (wake_at = LEAST(wake_at, now()),
+-- (claim IS NOT NULL). The task is woken (wake_at = LEAST(wake_at, corotask.now()),
 -- NULL counting as "never"), unless it is waiting out the backoff of a failed
 -- poll (failures > 0): its retry sees the messages then. A completion (a
 -- child's end, whose envelope has "done") lowers the task's count of live
@@ -236,7 +253,7 @@ BEGIN
             wake_at = CASE
                 WHEN t.failures > 0 THEN t.wake_at
                 WHEN t.awaiting_children AND m.only_results AND t.live_children - m.ended > 0 THEN t.wake_at
-                ELSE LEAST(t.wake_at, now())
+                ELSE LEAST(t.wake_at, corotask.now())
             END
         FROM m
         WHERE t.task_id = m.task_id AND t.done_at IS NULL
@@ -267,7 +284,7 @@ BEGIN
         inbox_len = t.inbox_len + CASE WHEN t.claim IS NULL THEN 1 ELSE 0 END,
         inbox_next_len = t.inbox_next_len + CASE WHEN t.claim IS NULL THEN 0 ELSE 1 END,
         next_wakes = t.next_wakes OR t.claim IS NOT NULL,
-        wake_at = CASE WHEN t.failures > 0 THEN t.wake_at ELSE LEAST(t.wake_at, now()) END
+        wake_at = CASE WHEN t.failures > 0 THEN t.wake_at ELSE LEAST(t.wake_at, corotask.now()) END
     WHERE t.task_id = p_to AND t.done_at IS NULL
     RETURNING t.msg_seq INTO seq;
     IF NOT FOUND THEN
@@ -420,7 +437,7 @@ BEGIN
     WITH created AS (
         INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
             msg_seq, inbox_len)
-        SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, now()), u.trace,
+        SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, corotask.now()), u.trace,
                CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END
         FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces)
             AS u(id, typ, parent, state, msg, wake_at, trace)

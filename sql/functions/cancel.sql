@@ -44,7 +44,7 @@ BEGIN
             USING ERRCODE = 'CT410', DETAIL = 'task ' || p_task;
     END IF;
     PERFORM pg_notify('corotask_cancel', p_task::text) WHERE root.claim IS NOT NULL;
-    UPDATE corotask.tasks SET done_at = now(), outcome = 'canceled', wake_at = NULL,
+    UPDATE corotask.tasks SET done_at = corotask.now(), outcome = 'canceled', wake_at = NULL,
         heartbeat = NULL, claim = NULL, claim_expires_at = NULL, attempts = attempts + 1,
         -- Messages that arrived during a poll join the inbox, as at any release.
         inbox_len = inbox_len + inbox_next_len, inbox_next_len = 0, next_wakes = false
@@ -63,7 +63,7 @@ BEGIN
             UNION
             SELECT c.task_id, c.claim FROM corotask.tasks c JOIN tree ON c.parent_id = tree.task_id
         ), canceled AS (
-            UPDATE corotask.tasks t SET done_at = now(), outcome = 'canceled', wake_at = NULL,
+            UPDATE corotask.tasks t SET done_at = corotask.now(), outcome = 'canceled', wake_at = NULL,
                 heartbeat = NULL, claim = NULL, claim_expires_at = NULL, attempts = t.attempts + 1,
                 inbox_len = t.inbox_len + t.inbox_next_len, inbox_next_len = 0, next_wakes = false
             FROM tree

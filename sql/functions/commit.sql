@@ -145,16 +145,16 @@ BEGIN
                 -- completion of a child that ended with a result (see
                 -- deliver_all); else the last child's completion wakes it.
                 WHEN u.action = 'await' THEN
-                    CASE WHEN t.live_children + u.spawned <= 0 OR t.next_wakes THEN now() END
+                    CASE WHEN t.live_children + u.spawned <= 0 OR t.next_wakes THEN corotask.now() END
                 -- Messages that arrived during the poll make the task ready at once,
                 -- and keep it from ending.
-                WHEN t.inbox_next_len > 0 THEN now()
+                WHEN t.inbox_next_len > 0 THEN corotask.now()
                 WHEN u.action = 'done' THEN NULL
-                WHEN u.action = 'yield' THEN now()
-                WHEN u.action = 'sleep' THEN now() + make_interval(secs => u.sleep)
+                WHEN u.action = 'yield' THEN corotask.now()
+                WHEN u.action = 'sleep' THEN corotask.now() + make_interval(secs => u.sleep)
                 WHEN u.action = 'until' THEN u.at
             END,
-            done_at = CASE WHEN u.action = 'done' AND t.inbox_next_len = 0 THEN now() END,
+            done_at = CASE WHEN u.action = 'done' AND t.inbox_next_len = 0 THEN corotask.now() END,
             outcome = CASE WHEN u.action = 'done' AND t.inbox_next_len = 0 THEN 'done' END,
             result = CASE WHEN u.action = 'done' AND t.inbox_next_len = 0 THEN u.result END
         FROM input u
@@ -214,11 +214,11 @@ BEGIN
         WITH children AS (
             INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
                 claim, heartbeat, claim_expires_at, attempts, claimed_by, claimed_at, msg_seq, inbox_len)
-            SELECT (s.e ->> 'id')::uuid, s.e ->> 'type', x.parent, s.e -> 'state', now(),
+            SELECT (s.e ->> 'id')::uuid, s.e ->> 'type', x.parent, s.e -> 'state', corotask.now(),
                    s.e -> 'trace',
                    c.claim,
                    CASE WHEN c.claim IS NOT NULL THEN now() END,
-                   CASE WHEN c.claim IS NOT NULL THEN now() + make_interval(secs => p_claim_secs) END,
+                   CASE WHEN c.claim IS NOT NULL THEN corotask.now() + make_interval(secs => p_claim_secs) END,
                    CASE WHEN c.claim IS NULL THEN 0 ELSE 1 END,
                    CASE WHEN c.claim IS NOT NULL THEN p_claimed_by END,
                    CASE WHEN c.claim IS NOT NULL THEN now() END,
@@ -270,8 +270,8 @@ SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS
             heartbeat = NULL,
             claim = NULL,
             claim_expires_at = NULL,
-            wake_at = CASE WHEN p_delay > interval '0' THEN GREATEST(t.wake_at, now() + p_delay)
-                           ELSE LEAST(t.wake_at, now()) END
+            wake_at = CASE WHEN p_delay > interval '0' THEN GREATEST(t.wake_at, corotask.now() + p_delay)
+                           ELSE LEAST(t.wake_at, corotask.now()) END
         FROM unnest(p_tasks, p_claims) AS c(task_id, claim)
         WHERE t.task_id = c.task_id AND t.claim = c.claim
         RETURNING t.task_id, t.attempts, t.claimed_by, t.claimed_at, t.wake_at

@@ -51,8 +51,8 @@ BEGIN
         claim = NULL,
         claim_expires_at = NULL,
         wake_at = CASE WHEN p_max_failures > 0 AND failures + 1 >= p_max_failures
-                       THEN NULL ELSE now() + p_backoff END,
-        done_at = CASE WHEN p_max_failures > 0 AND failures + 1 >= p_max_failures THEN now() END,
+                       THEN NULL ELSE corotask.now() + p_backoff END,
+        done_at = CASE WHEN p_max_failures > 0 AND failures + 1 >= p_max_failures THEN corotask.now() END,
         outcome = CASE WHEN p_max_failures > 0 AND failures + 1 >= p_max_failures THEN 'failed' END
     WHERE task_id = p_task AND claim = p_claim
     RETURNING * INTO failed;
@@ -95,7 +95,7 @@ BEGIN
         claim = NULL,
         claim_expires_at = NULL,
         wake_at = NULL,
-        done_at = now(),
+        done_at = corotask.now(),
         outcome = 'failed'
     WHERE task_id = p_task AND claim = p_claim
     RETURNING parent_id, last_error, attempts, claimed_by, claimed_at INTO parent, err, n, holder, since;

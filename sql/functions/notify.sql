@@ -10,7 +10,7 @@ LANGUAGE plpgsql SET search_path = '' AS $$
 BEGIN
     PERFORM pg_notify('corotask_ready', s.task_type)
     FROM (SELECT DISTINCT c.task_type FROM created c
-          WHERE c.wake_at <= now() AND c.claim IS NULL AND c.done_at IS NULL) s;
+          WHERE c.wake_at <= corotask.now() AND c.claim IS NULL AND c.done_at IS NULL) s;
     RETURN NULL;
 END
 $$;

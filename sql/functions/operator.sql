@@ -89,12 +89,12 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 DECLARE
     t corotask.tasks := corotask.operator_lock(p_task, 'retry_task');
 BEGIN
-    IF t.wake_at IS NULL OR t.wake_at <= now() THEN
+    IF t.wake_at IS NULL OR t.wake_at <= corotask.now() THEN
         RAISE EXCEPTION 'corotask: task % is not waiting to be polled', p_task
             USING ERRCODE = 'CT422', DETAIL = 'task ' || p_task,
                   HINT = 'it is ' || corotask.status(t) || ': only a retrying or sleeping task can be retried now';
     END IF;
-    UPDATE corotask.tasks SET wake_at = now(), attempts = attempts + 1
+    UPDATE corotask.tasks SET wake_at = corotask.now(), attempts = attempts + 1
     WHERE task_id = p_task RETURNING * INTO t;
     PERFORM corotask.operator_record(t, 'retry');
 END
@@ -146,7 +146,7 @@ BEGIN
     -- Its children end under the lock of its row (commit_polls locks the
     -- parent of each task it ends, ended or not; fail_poll, fail_claimed
     -- and cancel_task call lock_with_parent), so none ends uncounted.
-    UPDATE corotask.tasks SET done_at = NULL, outcome = NULL, result = NULL, wake_at = now(),
+    UPDATE corotask.tasks SET done_at = NULL, outcome = NULL, result = NULL, wake_at = corotask.now(),
         failures = 0, attempts = attempts + 1,
         live_children = (SELECT count(*)::integer FROM corotask.tasks c
                          WHERE c.parent_id = p_task AND c.done_at IS NULL)
