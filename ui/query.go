@@ -86,13 +86,9 @@ func listTasks(ctx context.Context, db tasks.DB, q listQuery) ([]taskRow, bool, 
 		l.After = q.After
 	}
 	sql, args := l.SQL()
-	rows, err := db.Query(ctx, sql, args)
+	out, err := readRows(ctx, db, "list tasks", sql, args)
 	if err != nil {
-		return nil, false, fmt.Errorf("list tasks: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, scanRow)
-	if err != nil {
-		return nil, false, fmt.Errorf("list tasks: %w", err)
+		return nil, false, err
 	}
 	more := len(out) > q.Limit
 	if more {
@@ -104,27 +100,25 @@ func listTasks(ctx context.Context, db tasks.DB, q listQuery) ([]taskRow, bool, 
 // failingTasks returns the live tasks whose last poll failed, the newest
 // first.
 func failingTasks(ctx context.Context, db tasks.DB, limit int) ([]taskRow, error) {
-	rows, err := db.Query(ctx, query.UIFailingLive, limit)
-	if err != nil {
-		return nil, fmt.Errorf("failing tasks: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, scanRow)
-	if err != nil {
-		return nil, fmt.Errorf("failing tasks: %w", err)
-	}
-	return out, nil
+	return readRows(ctx, db, "failing tasks", query.UIFailingLive, limit)
 }
 
 // recentlyFailed returns the tasks that failed in the last hour, the latest
 // first, among the last 10000 that ended.
 func recentlyFailed(ctx context.Context, db tasks.DB, limit int) ([]taskRow, error) {
-	rows, err := db.Query(ctx, query.UIRecentlyFailed, limit)
+	return readRows(ctx, db, "failed tasks", query.UIRecentlyFailed, limit)
+}
+
+// readRows runs sql, whose columns are query.RowColumns, and reads its rows;
+// what names the list in an error.
+func readRows(ctx context.Context, db tasks.DB, what, sql string, args ...any) ([]taskRow, error) {
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("failed tasks: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	out, err := pgx.CollectRows(rows, scanRow)
 	if err != nil {
-		return nil, fmt.Errorf("failed tasks: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }
@@ -132,15 +126,11 @@ func recentlyFailed(ctx context.Context, db tasks.DB, limit int) ([]taskRow, err
 // childList returns the first children of a task, in creation order, and
 // how many it has in each status.
 func childList(ctx context.Context, db tasks.DB, parent tasks.ID, limit int) ([]taskRow, map[string]int64, error) {
-	rows, err := db.Query(ctx, query.Children, parent, limit)
+	list, err := readRows(ctx, db, "children", query.Children, parent, limit)
 	if err != nil {
-		return nil, nil, fmt.Errorf("children: %w", err)
+		return nil, nil, err
 	}
-	list, err := pgx.CollectRows(rows, scanRow)
-	if err != nil {
-		return nil, nil, fmt.Errorf("children: %w", err)
-	}
-	rows, err = db.Query(ctx, query.ChildrenByStatus, parent)
+	rows, err := db.Query(ctx, query.ChildrenByStatus, parent)
 	if err != nil {
 		return nil, nil, fmt.Errorf("count children: %w", err)
 	}
