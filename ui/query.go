@@ -64,7 +64,7 @@ func idAt(at time.Time) tasks.ID {
 func listTasks(ctx context.Context, db tasks.DB, q listQuery) ([]taskRow, bool, error) {
 	// IDs are ULIDs: their first 48 bits are the creation time in
 	// milliseconds, so a time range is a range of the primary key.
-	l := query.TaskList{Columns: query.RowColumns, Type: q.Type, Status: string(q.Status), Parent: q.Parent,
+	l := query.TaskList{Columns: query.RowColumns, Type: q.Type, Status: string(q.Status), StatusIndexed: true, Parent: q.Parent,
 		Newest: q.Newest, Limit: q.Limit + 1}
 	if q.Failing {
 		l.Failing = query.LiveWithFailures

@@ -20,7 +20,7 @@ func TestTaskListBindsTheFiltersItHolds(t *testing.T) {
 	require.Contains(t, sql, "ORDER BY t.task_id ASC LIMIT @limit")
 
 	id := tasks.NewID()
-	sql, args = query.TaskList{Columns: query.TaskColumns, Type: "a", Status: "done", Parent: id,
+	sql, args = query.TaskList{Columns: query.TaskColumns, Type: "a", Status: "done", StatusIndexed: true, Parent: id,
 		Failing: query.WithFailures, Before: id, Newest: true, Limit: 1}.SQL()
 	require.Equal(t, pgx.NamedArgs{"limit": 1, "type": "a", "status": "done", "parent": id, "before": id}, args)
 	for _, cond := range []string{"t.task_type = @type", query.Ended, query.Status + " = @status",
