@@ -4,7 +4,7 @@ package query
 // oldest first (by attempt, then seq): task_id, attempt, seq, outcome,
 // action, executor_id, actor, claimed_at, finished_at, error, stack, popped,
 // spawned, sent, state_bytes, state, wake_at and message, the text and
-// counts that may be missing as '' and 0.
+// counts that may be missing as empty strings and zeros.
 const History = `SELECT * FROM (
 	SELECT task_id, attempt, seq, outcome, coalesce(action, ''), executor_id, coalesce(actor, ''),
 	       claimed_at, finished_at, coalesce(error, ''), coalesce(stack, ''),

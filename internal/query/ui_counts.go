@@ -12,7 +12,7 @@ const (
 )
 
 // UICountsAll counts the tasks of each type (only those of type $1, unless
-// it is '') in each status: it returns task_type, status and the count
+// it is empty) in each status: it returns task_type, status and the count
 // (float8). UICountsClaimed and UICountsIndexed count only the tasks that
 // Claimed and Indexed hold; UICountsSampledUnclaimed and
 // UICountsSampledUnindexed count the others, in a $2% block sample of the
