@@ -17,6 +17,7 @@ import (
 
 	"github.com/corotask/corotask/internal/cause"
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -252,13 +253,13 @@ func (k *Keeper) Renew(ctx context.Context) error {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	renewed := k.renewed
-	err := k.collect(ctx, renewed, renewSQL, ids, tokens, k.cfg.Timeout.Seconds())
+	err := k.collect(ctx, renewed, query.HeartbeatRenew, ids, tokens, k.cfg.Timeout.Seconds())
 	for tries := 1; err != nil && dberr.Severed(err) && ctx.Err() == nil && tries <= severedRetries; tries++ {
 		// The connection was killed while it waited for this renewal (an
 		// idle-session killer, a pooler's restart): at once on a new one.
 		k.dropConn()
 		clear(renewed)
-		err = k.collect(ctx, renewed, renewSQL, ids, tokens, k.cfg.Timeout.Seconds())
+		err = k.collect(ctx, renewed, query.HeartbeatRenew, ids, tokens, k.cfg.Timeout.Seconds())
 	}
 	var held, canceled map[tasks.ID]bool
 	if err == nil && len(renewed) < len(ids) {
@@ -271,13 +272,11 @@ func (k *Keeper) Renew(ctx context.Context) error {
 				restIDs, restTokens = append(restIDs, id), append(restTokens, tokens[i])
 			}
 		}
-		err = k.collect(ctx, held, `SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
-			JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim`, restIDs, restTokens)
+		err = k.collect(ctx, held, query.HeartbeatHeld, restIDs, restTokens)
 		if err == nil && len(held) < len(restIDs) {
 			// A claim lost to a cancel whose notification has not arrived
 			// yet says so, as the notification would.
-			err = k.collect(ctx, canceled, `SELECT task_id FROM corotask.tasks
-				WHERE task_id = ANY ($1::uuid[]) AND outcome = 'canceled'`, restIDs)
+			err = k.collect(ctx, canceled, query.HeartbeatCanceled, restIDs)
 		}
 	}
 	var lost []*entry
@@ -322,20 +321,6 @@ func (k *Keeper) Renew(ctx context.Context) error {
 	}
 	return nil
 }
-
-// renewSQL renews the claims ($1, $2) that still match, for $3 seconds. A
-// row another transaction holds (the poll's own commit, most likely) is
-// skipped rather than waited for: a renewal never blocks, so it cannot
-// deadlock with commits. A skipped claim that still matches is kept and tried
-// again at the next interval.
-const renewSQL = `WITH locked AS MATERIALIZED (
-		SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
-		JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim
-		FOR UPDATE OF t SKIP LOCKED
-	)
-	UPDATE corotask.tasks t SET heartbeat = now(), claim_expires_at = now() + make_interval(secs => $3)
-	FROM locked WHERE t.task_id = locked.task_id
-	RETURNING t.task_id`
 
 // severedRetries is how many times in a row a renewal whose connection was
 // severed is tried again at once: through a pool, each may meet another

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/internal/jsonenc"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -36,9 +39,9 @@ func Send(ctx context.Context, db tasks.DB, to, from tasks.ID, body any) error {
 		return err
 	}
 	if trace != nil {
-		_, err = db.Exec(ctx, "SELECT corotask.send_to_task($1, $2, $3::jsonb, $4::jsonb)", to, from, b, trace)
+		_, err = db.Exec(ctx, query.InboxSendTraced, pgx.NamedArgs{"to": to, "from": from, "body": b, "trace": trace})
 	} else {
-		_, err = db.Exec(ctx, "SELECT corotask.send_to_task($1, $2, $3::jsonb)", to, from, b)
+		_, err = db.Exec(ctx, query.InboxSend, to, from, b)
 	}
 	if err != nil {
 		return fmt.Errorf("send message to %s: %w", to, dberr.Translate(err))
@@ -71,7 +74,8 @@ func SendAsOperator(ctx context.Context, db tasks.DB, to, from tasks.ID, body an
 	if err != nil {
 		return err
 	}
-	if _, err := db.Exec(ctx, "SELECT corotask.operator_send($1, $2, $3::jsonb, $4::jsonb)", to, from, b, trace); err != nil {
+	args := pgx.NamedArgs{"to": to, "from": from, "body": b, "trace": trace}
+	if _, err := db.Exec(ctx, query.InboxSendAsOperator, args); err != nil {
 		return fmt.Errorf("send message to %s: %w", to, dberr.Translate(err))
 	}
 	return nil

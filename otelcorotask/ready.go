@@ -11,22 +11,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
-
-// readySQL counts the ready tasks of each type and finds the oldest one's
-// wait, reading at most $1 entries of the ready-tasks index (its predicate is
-// tasks_ready_idx's, and the index holds task_type: an index-only scan of
-// the oldest entries, whatever the size of the table).
-const readySQL = `SELECT r.task_type, count(*), extract(epoch FROM now() - min(r.wake_at))::float8
-FROM (
-    SELECT task_type, wake_at FROM corotask.tasks
-    WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-      AND wake_at <= now()
-    ORDER BY wake_at
-    LIMIT $1
-) r
-GROUP BY r.task_type`
 
 // readyQueryTimeout bounds the gauges' query, which runs within a
 // collection.
@@ -166,7 +153,7 @@ func (g *readyGauges) refresh(ctx context.Context) {
 }
 
 func (g *readyGauges) query(ctx context.Context) (map[tasks.Type]*ready, error) {
-	rows, err := g.db.Query(ctx, readySQL, g.limit)
+	rows, err := g.db.Query(ctx, query.ReadyOldestByType, g.limit)
 	if err != nil {
 		return nil, dberr.Translate(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 )
 
 // Cancel cancels the task and all its live descendants. The task's parent, if
@@ -24,7 +25,7 @@ func CancelCount(ctx context.Context, db DB, id ID) (int, error) {
 		return 0, fmt.Errorf("cancel task: no task (zero id)")
 	}
 	var n int
-	if err := db.QueryRow(ctx, `SELECT corotask.cancel_task($1)`, id).Scan(&n); err != nil {
+	if err := db.QueryRow(ctx, query.OperatorCancel, id).Scan(&n); err != nil {
 		return 0, fmt.Errorf("cancel task %s: %w", id, dberr.Translate(err))
 	}
 	return n, nil

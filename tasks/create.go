@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/internal/jsonenc"
+	"github.com/corotask/corotask/internal/query"
 )
 
 // Spec describes a task to create.
@@ -85,9 +88,10 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 			return nil, err
 		}
 	}
+	args := pgx.NamedArgs{"ids": ids, "types": types, "parents": parents, "states": states,
+		"messages": messages, "wake_ats": wakeAts}
 	if carrier := TraceFrom(ctx); carrier == nil {
-		_, err = db.Exec(ctx, `SELECT corotask.create_tasks($1::uuid[], $2::text[], $3::uuid[], $4::jsonb[], $5::jsonb[], $6::timestamptz[])`,
-			ids, types, parents, states, messages, wakeAts)
+		_, err = db.Exec(ctx, query.TasksCreate, args)
 	} else {
 		var trace []byte
 		if trace, err = json.Marshal(carrier); err != nil {
@@ -97,8 +101,8 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 		for i := range traces {
 			traces[i] = trace
 		}
-		_, err = db.Exec(ctx, `SELECT corotask.create_tasks($1::uuid[], $2::text[], $3::uuid[], $4::jsonb[], $5::jsonb[], $6::timestamptz[], $7::jsonb[])`,
-			ids, types, parents, states, messages, wakeAts, traces)
+		args["traces"] = traces
+		_, err = db.Exec(ctx, query.TasksCreateTraced, args)
 	}
 	if err != nil {
 		if len(specs) == 1 {

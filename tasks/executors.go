@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -36,10 +37,7 @@ type Executor struct {
 
 // Executors returns the registered executors, the oldest first.
 func Executors(ctx context.Context, db DB) ([]Executor, error) {
-	rows, err := db.Query(ctx, `SELECT e.executor_id, e.host, e.pid, e.version, e.task_types, e.concurrency,
-		       e.started_at, e.last_seen, e.expires_at, e.expires_at <= now() AND e.stopped_at IS NULL, e.stopped_at,
-		       (SELECT count(*) FROM corotask.tasks t WHERE t.claim IS NOT NULL AND t.claimed_by = e.executor_id)
-		FROM corotask.executors e ORDER BY e.started_at, e.executor_id`)
+	rows, err := db.Query(ctx, query.Executors)
 	if err != nil {
 		return nil, fmt.Errorf("list executors: %w", dberr.Translate(err))
 	}

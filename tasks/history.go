@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -128,7 +129,7 @@ func History(ctx context.Context, db DB, id ID, opts HistoryOptions) ([]HistoryE
 		return nil, fmt.Errorf("task history: Last (%d) must not be negative", opts.Last)
 	}
 	var exists bool
-	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM corotask.tasks WHERE task_id = $1)`, id).Scan(&exists); err != nil {
+	if err := db.QueryRow(ctx, query.TaskExists, id).Scan(&exists); err != nil {
 		return nil, fmt.Errorf("task history %s: %w", id, dberr.Translate(err))
 	}
 	if !exists {
@@ -138,14 +139,7 @@ func History(ctx context.Context, db DB, id ID, opts HistoryOptions) ([]HistoryE
 	if opts.Last > 0 {
 		limit = opts.Last
 	}
-	rows, err := db.Query(ctx, `SELECT * FROM (
-		SELECT task_id, attempt, seq, outcome, coalesce(action, ''), executor_id, coalesce(actor, ''),
-		       claimed_at, finished_at, coalesce(error, ''), coalesce(stack, ''),
-		       coalesce(popped, 0), coalesce(spawned, 0), coalesce(sent, 0), coalesce(state_bytes, 0),
-		       state, wake_at, message
-		FROM corotask.history WHERE task_id = $1
-		ORDER BY attempt DESC, seq DESC LIMIT $2) h
-		ORDER BY attempt, seq`, id, limit)
+	rows, err := db.Query(ctx, query.History, id, limit)
 	if err != nil {
 		return nil, fmt.Errorf("task history %s: %w", id, dberr.Translate(err))
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 )
 
 // Operator actions change one task from outside its poller, to fix what
@@ -24,7 +25,7 @@ import (
 // ErrNotFound, ErrEnded, ErrRunning, or ErrWrongStatus for a task that is
 // not waiting (ready, suspended).
 func Retry(ctx context.Context, db DB, id ID) error {
-	return operate(ctx, db, "retry", `SELECT corotask.retry_task($1)`, id)
+	return operate(ctx, db, "retry", query.OperatorRetry, id)
 }
 
 // ResetFailures sets the task's count of failed polls in a row back to zero,
@@ -32,7 +33,7 @@ func Retry(ctx context.Context, db DB, id ID) error {
 // When it is next polled is unchanged. It fails with ErrNotFound, ErrEnded
 // or ErrRunning.
 func ResetFailures(ctx context.Context, db DB, id ID) error {
-	return operate(ctx, db, "reset failures of", `SELECT corotask.reset_failures($1)`, id)
+	return operate(ctx, db, "reset failures of", query.OperatorResetFailures, id)
 }
 
 // Restart brings a failed task back to life: ready now, with its last
@@ -43,7 +44,7 @@ func ResetFailures(ctx context.Context, db DB, id ID) error {
 // It fails with ErrNotFound, ErrRunning, or ErrWrongStatus for a task that
 // has not failed or whose parent has ended.
 func Restart(ctx context.Context, db DB, id ID) error {
-	return operate(ctx, db, "restart", `SELECT corotask.restart_task($1)`, id)
+	return operate(ctx, db, "restart", query.OperatorRestart, id)
 }
 
 // DropMessage removes the message at position (1: the oldest) of the task's
@@ -71,7 +72,7 @@ func DropMessage(ctx context.Context, db DB, id ID, position int, digest string)
 			position, id, digest, 2*digestBytes)
 	}
 	var msg json.RawMessage
-	if err := db.QueryRow(ctx, `SELECT corotask.drop_message($1, $2, $3)`, id, position, digest).Scan(&msg); err != nil {
+	if err := db.QueryRow(ctx, query.OperatorDropMessage, id, position, digest).Scan(&msg); err != nil {
 		return nil, fmt.Errorf("drop message %d of task %s: %w", position, id, dberr.Translate(err))
 	}
 	return msg, nil

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -14,16 +14,7 @@ import (
 // ErrNotFound.
 func Get(ctx context.Context, db DB, id ID) (*Task, error) {
 	var inbox, next [][]byte
-	// The inbox holds the task's messages up to msg_seq - inbox_next_len;
-	// those after it arrived while an executor held the task.
-	t, err := scanTask(db.QueryRow(ctx, `SELECT `+taskColumns+`,
-			ARRAY(SELECT m.envelope FROM corotask.messages m
-				WHERE m.task_id = t.task_id AND m.seq > t.msg_popped AND m.seq <= t.msg_seq - t.inbox_next_len
-				ORDER BY m.seq),
-			ARRAY(SELECT m.envelope FROM corotask.messages m
-				WHERE m.task_id = t.task_id AND m.seq > t.msg_seq - t.inbox_next_len
-				ORDER BY m.seq)
-		FROM corotask.tasks t WHERE t.task_id = $1`, id), &inbox, &next)
+	t, err := scanTask(db.QueryRow(ctx, query.TaskGet, id), &inbox, &next)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
@@ -68,51 +59,24 @@ type Filter struct {
 // on each task walked (a scan of the table when few tasks match), and a
 // filter on Parent uses the parent index.
 func List(ctx context.Context, db DB, f Filter) ([]*Task, error) {
-	var where []string
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
-	}
-	if f.Type != "" {
-		add("t.task_type = $%d", string(f.Type))
-	}
 	if f.Status != "" {
 		if _, err := ParseStatus(string(f.Status)); err != nil {
 			return nil, err
 		}
-		add("corotask.status(t) = $%d", string(f.Status))
-	}
-	if !f.Parent.IsZero() {
-		add("t.parent_id = $%d", f.Parent)
-	}
-	if f.Failing {
-		where = append(where, "(t.failures > 0 OR t.outcome = 'failed')")
-	}
-	if !f.After.IsZero() {
-		add("t.task_id > $%d", f.After)
-	}
-	if !f.Before.IsZero() {
-		add("t.task_id < $%d", f.Before)
 	}
 	if f.Limit < 0 {
 		return nil, fmt.Errorf("invalid list limit %d: must not be negative", f.Limit)
 	}
-	limit := f.Limit
-	if limit == 0 {
-		limit = DefaultListLimit
+	l := query.TaskList{Columns: query.TaskColumns, Type: string(f.Type), Status: string(f.Status),
+		Parent: f.Parent, After: f.After, Before: f.Before, Newest: f.NewestFirst, Limit: f.Limit}
+	if f.Failing {
+		l.Failing = query.WithFailures
 	}
-	q := `SELECT ` + taskColumns + ` FROM corotask.tasks t`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+	if l.Limit == 0 {
+		l.Limit = DefaultListLimit
 	}
-	args = append(args, limit)
-	order := "t.task_id"
-	if f.NewestFirst {
-		order += " DESC"
-	}
-	q += fmt.Sprintf(" ORDER BY %s LIMIT $%d", order, len(args))
-	rows, err := db.Query(ctx, q, args...)
+	sql, args := l.SQL()
+	rows, err := db.Query(ctx, sql, args)
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", dberr.Translate(err))
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -25,10 +26,7 @@ type TypeStats struct {
 // reads every task: a scan of the table, meant for dashboards polled every
 // few seconds, not for every request.
 func Stats(ctx context.Context, db DB) ([]TypeStats, error) {
-	rows, err := db.Query(ctx, `SELECT s.task_type, s.status, count(*),
-		       coalesce(extract(epoch FROM now() - min(s.wake_at) FILTER (WHERE s.status IN ('ready', 'unserved'))), 0)
-		FROM (SELECT t.task_type, corotask.status(t) AS status, t.wake_at FROM corotask.tasks t) s
-		GROUP BY 1, 2`)
+	rows, err := db.Query(ctx, query.Stats)
 	if err != nil {
 		return nil, fmt.Errorf("task stats: %w", dberr.Translate(err))
 	}

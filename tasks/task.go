@@ -49,14 +49,8 @@ type Task struct {
 	Inbox, InboxNext []json.RawMessage
 }
 
-// taskColumns are the columns scanTask reads, in order; t is the tasks row.
-const taskColumns = `t.task_id, t.parent_id, t.task_type, corotask.status(t), t.inner_state, t.result,
-	t.wake_at, t.heartbeat, t.inbox_len, t.inbox_next_len, t.failures,
-	coalesce(t.last_error, ''), t.created_at, t.done_at, t.attempts, t.live_children, t.awaiting_children AND t.done_at IS NULL,
-	CASE WHEN t.claim IS NOT NULL THEN t.claimed_by END, CASE WHEN t.claim IS NOT NULL THEN t.claimed_at END,
-	GREATEST(t.created_at, t.claimed_at, t.done_at, (SELECT h.finished_at FROM corotask.history h
-		WHERE h.task_id = t.task_id AND h.seq = 0 ORDER BY h.attempt DESC LIMIT 1))`
-
+// scanTask reads a task from row, whose columns are query.TaskColumns and
+// then extra.
 func scanTask(row pgx.Row, extra ...any) (*Task, error) {
 	var t Task
 	var typ, status string

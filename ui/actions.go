@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 	"github.com/jackc/pgx/v5"
 )
@@ -56,7 +57,7 @@ func (h *Handler) actions() []action {
 			// The row is locked from that check to the drop, so that no
 			// commit moves another message into the position between them.
 			return pgx.BeginFunc(ctx, h.cfg.Pool, func(tx pgx.Tx) error {
-				if _, err := tx.Exec(ctx, `SELECT 1 FROM corotask.tasks WHERE task_id = $1 FOR UPDATE`, id); err != nil {
+				if _, err := tx.Exec(ctx, query.TaskLock, id); err != nil {
 					return err
 				}
 				t, err := tasks.Get(ctx, tx, id)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -24,7 +25,7 @@ const sampleRows = 20000
 // tableRows returns the planner's estimate of the rows of corotask.tasks.
 func tableRows(ctx context.Context, db tasks.DB) (float64, error) {
 	var n float64
-	err := db.QueryRow(ctx, `SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = 'corotask.tasks'::regclass`).Scan(&n)
+	err := db.QueryRow(ctx, query.UICountsEstimate).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("table size: %w", err)
 	}
@@ -54,25 +55,22 @@ const exactWaitingLimit = 10000
 // fewer than exactWaitingLimit of them, and the others are estimated from a
 // pct% block sample of the table.
 func countTasks(ctx context.Context, db tasks.DB, typ string, pct float64) ([]count, error) {
-	const q = `WITH ` + served + ` SELECT t.task_type, ` + statusExpr + `, count(*)::float8 FROM served s, corotask.tasks t`
-	const ofType = ` AND ($1 = '' OR t.task_type = $1) GROUP BY 1, 2`
 	if pct == 0 {
-		return collectCounts(ctx, db, q+` WHERE true`+ofType, 1, false, typ)
+		return collectCounts(ctx, db, query.UICountsAll, 1, false, typ)
 	}
 	var waiting float64
-	if err := db.QueryRow(ctx, `SELECT greatest(reltuples, 0) FROM pg_class
-		WHERE oid = 'corotask.tasks_ready_idx'::regclass`).Scan(&waiting); err != nil {
+	if err := db.QueryRow(ctx, query.UICountsWaitingEstimate).Scan(&waiting); err != nil {
 		return nil, fmt.Errorf("count tasks: %w", err)
 	}
-	exact, sampled := condClaimed, `NOT `+condClaimed
+	exact, sampled := query.UICountsClaimed, query.UICountsSampledUnclaimed
 	if waiting < exactWaitingLimit {
-		exact, sampled = condIndexed, condUnindexed
+		exact, sampled = query.UICountsIndexed, query.UICountsSampledUnindexed
 	}
-	out, err := collectCounts(ctx, db, q+` WHERE `+exact+ofType, 1, false, typ)
+	out, err := collectCounts(ctx, db, exact, 1, false, typ)
 	if err != nil {
 		return nil, err
 	}
-	more, err := collectCounts(ctx, db, q+` TABLESAMPLE SYSTEM ($2) WHERE `+sampled+ofType, 100/pct, true, typ, pct)
+	more, err := collectCounts(ctx, db, sampled, 100/pct, true, typ, pct)
 	if err != nil {
 		return nil, err
 	}
@@ -124,15 +122,10 @@ func activity(ctx context.Context, db tasks.DB, pct float64) (map[string]*typeAc
 		}
 		return a
 	}
-	sql := `SELECT t.task_type, least(11, floor(extract(epoch FROM now() - t.done_at) / 300))::int,
-			count(*)::float8, (count(*) FILTER (WHERE t.outcome = 'failed'))::float8
-		FROM corotask.tasks t`
-	scale, args := 1.0, []any{}
+	sql, scale, args := query.UIThroughput, 1.0, []any{}
 	if pct > 0 {
-		sql += ` TABLESAMPLE SYSTEM ($1)`
-		scale, args = 100/pct, append(args, pct)
+		sql, scale, args = query.UIThroughputSampled, 100/pct, append(args, pct)
 	}
-	sql += ` WHERE t.done_at > now() - interval '1 hour' GROUP BY 1, 2`
 	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("throughput: %w", err)
@@ -152,10 +145,7 @@ func activity(ctx context.Context, db tasks.DB, pct float64) (map[string]*typeAc
 	if err != nil {
 		return nil, fmt.Errorf("throughput: %w", err)
 	}
-	rows, err = db.Query(ctx, `SELECT t.task_type, count(*), extract(epoch FROM now() - min(t.wake_at))
-		FROM corotask.tasks t
-		WHERE t.claim IS NULL AND t.done_at IS NULL AND t.wake_at IS NOT NULL AND t.wake_at <= now()
-		GROUP BY 1`)
+	rows, err = db.Query(ctx, query.ReadyByType)
 	if err != nil {
 		return nil, fmt.Errorf("lag: %w", err)
 	}

@@ -6,11 +6,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -29,12 +29,7 @@ type taskRow struct {
 	DoneAt       *time.Time
 }
 
-// rowColumns are the columns scanRow reads; t is the tasks row and s the
-// row of served. The last error is cut, as a list shows only its start.
-const rowColumns = `t.task_id, t.parent_id, t.task_type, ` + statusExpr + `, t.wake_at, t.heartbeat,
-	t.inbox_len, t.inbox_next_len, t.failures, left(coalesce(t.last_error, ''), 200),
-	t.created_at, t.done_at`
-
+// scanRow reads a task of a list, whose columns are query.RowColumns.
 func scanRow(r pgx.CollectableRow) (taskRow, error) {
 	var t taskRow
 	err := r.Scan(&t.ID, &t.Parent, &t.Type, &t.Status, &t.WakeAt, &t.Heartbeat, &t.InboxLen,
@@ -55,39 +50,6 @@ type listQuery struct {
 	Limit   int
 }
 
-// where returns the SQL conditions and arguments of q's filters (not the
-// cursor).
-func (q listQuery) where() ([]string, []any) {
-	var where []string
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, strings.ReplaceAll(cond, "$?", fmt.Sprintf("$%d", len(args))))
-	}
-	if q.Type != "" {
-		add("t.task_type = $?", q.Type)
-	}
-	if q.Status != "" {
-		where = append(where, statusCondition(q.Status))
-		add(statusExpr+" = $?", string(q.Status))
-	}
-	if !q.Parent.IsZero() {
-		add("t.parent_id = $?", q.Parent)
-	}
-	if q.Failing {
-		where = append(where, condIndexed, "t.failures > 0")
-	}
-	// IDs are ULIDs: their first 48 bits are the creation time in
-	// milliseconds, so a time range is a range of the primary key.
-	if !q.Since.IsZero() {
-		add("t.task_id >= $?", idAt(q.Since))
-	}
-	if !q.Until.IsZero() {
-		add("t.task_id < $?", idAt(q.Until))
-	}
-	return where, args
-}
-
 // idAt returns the smallest ID of time at.
 func idAt(at time.Time) tasks.ID {
 	var id tasks.ID
@@ -100,32 +62,33 @@ func idAt(at time.Time) tasks.ID {
 
 // listTasks returns one page of tasks, and whether there are more after it.
 func listTasks(ctx context.Context, db tasks.DB, q listQuery) ([]taskRow, bool, error) {
-	where, args := q.where()
-	order := "ASC"
+	// IDs are ULIDs: their first 48 bits are the creation time in
+	// milliseconds, so a time range is a range of the primary key.
+	l := query.TaskList{Columns: query.RowColumns, Type: q.Type, Status: string(q.Status), StatusIndexed: true, Parent: q.Parent,
+		Newest: q.Newest, Limit: q.Limit + 1}
+	if q.Failing {
+		l.Failing = query.LiveWithFailures
+	}
+	if !q.Since.IsZero() {
+		l.From = idAt(q.Since)
+	}
+	if !q.Until.IsZero() {
+		l.Until = idAt(q.Until)
+	}
+	if l.From == (tasks.ID{}) && !q.Since.IsZero() || l.Until == (tasks.ID{}) && !q.Until.IsZero() {
+		// A bound before 1970 is the zero ID, which the database reads as
+		// NULL: the list holds no task, as a comparison with NULL says.
+		return nil, false, nil
+	}
 	if q.Newest {
-		order = "DESC"
+		l.Before = q.After
+	} else {
+		l.After = q.After
 	}
-	if !q.After.IsZero() {
-		args = append(args, q.After)
-		op := ">"
-		if q.Newest {
-			op = "<"
-		}
-		where = append(where, fmt.Sprintf("t.task_id %s $%d", op, len(args)))
-	}
-	sql := `WITH ` + served + ` SELECT ` + rowColumns + ` FROM served s, corotask.tasks t`
-	if len(where) > 0 {
-		sql += " WHERE " + strings.Join(where, " AND ")
-	}
-	args = append(args, q.Limit+1)
-	sql += fmt.Sprintf(" ORDER BY t.task_id %s LIMIT $%d", order, len(args))
-	rows, err := db.Query(ctx, sql, args...)
+	sql, args := l.SQL()
+	out, err := readRows(ctx, db, "list tasks", sql, args)
 	if err != nil {
-		return nil, false, fmt.Errorf("list tasks: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, scanRow)
-	if err != nil {
-		return nil, false, fmt.Errorf("list tasks: %w", err)
+		return nil, false, err
 	}
 	more := len(out) > q.Limit
 	if more {
@@ -135,36 +98,27 @@ func listTasks(ctx context.Context, db tasks.DB, q listQuery) ([]taskRow, bool, 
 }
 
 // failingTasks returns the live tasks whose last poll failed, the newest
-// first. The subquery is fenced (OFFSET 0) so that the planner reads the
-// claim's partial indexes rather than walk the primary key backwards
-// through every ended task.
+// first.
 func failingTasks(ctx context.Context, db tasks.DB, limit int) ([]taskRow, error) {
-	rows, err := db.Query(ctx, `WITH `+served+` SELECT * FROM (SELECT `+rowColumns+` FROM served s, corotask.tasks t
-		WHERE `+condIndexed+` AND t.failures > 0 OFFSET 0) s ORDER BY task_id DESC LIMIT $1`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("failing tasks: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, scanRow)
-	if err != nil {
-		return nil, fmt.Errorf("failing tasks: %w", err)
-	}
-	return out, nil
+	return readRows(ctx, db, "failing tasks", query.UIFailingLive, limit)
 }
 
 // recentlyFailed returns the tasks that failed in the last hour, the latest
-// first, among the last 10000 that ended (so that a table of a million
-// successes costs no more than that to look through).
+// first, among the last 10000 that ended.
 func recentlyFailed(ctx context.Context, db tasks.DB, limit int) ([]taskRow, error) {
-	rows, err := db.Query(ctx, `WITH `+served+` SELECT `+rowColumns+` FROM served s, (
-			SELECT * FROM corotask.tasks t WHERE t.done_at > now() - interval '1 hour'
-			ORDER BY t.done_at DESC LIMIT 10000) t
-		WHERE t.outcome = 'failed' ORDER BY t.done_at DESC LIMIT $1`, limit)
+	return readRows(ctx, db, "failed tasks", query.UIRecentlyFailed, limit)
+}
+
+// readRows runs sql, whose columns are query.RowColumns, and reads its rows;
+// what names the list in an error.
+func readRows(ctx context.Context, db tasks.DB, what, sql string, args ...any) ([]taskRow, error) {
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("failed tasks: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	out, err := pgx.CollectRows(rows, scanRow)
 	if err != nil {
-		return nil, fmt.Errorf("failed tasks: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }
@@ -172,17 +126,11 @@ func recentlyFailed(ctx context.Context, db tasks.DB, limit int) ([]taskRow, err
 // childList returns the first children of a task, in creation order, and
 // how many it has in each status.
 func childList(ctx context.Context, db tasks.DB, parent tasks.ID, limit int) ([]taskRow, map[string]int64, error) {
-	rows, err := db.Query(ctx, `WITH `+served+` SELECT `+rowColumns+` FROM served s, corotask.tasks t
-		WHERE t.parent_id = $1 ORDER BY t.task_id LIMIT $2`, parent, limit)
+	list, err := readRows(ctx, db, "children", query.Children, parent, limit)
 	if err != nil {
-		return nil, nil, fmt.Errorf("children: %w", err)
+		return nil, nil, err
 	}
-	list, err := pgx.CollectRows(rows, scanRow)
-	if err != nil {
-		return nil, nil, fmt.Errorf("children: %w", err)
-	}
-	rows, err = db.Query(ctx, `WITH `+served+` SELECT `+statusExpr+`, count(*) FROM served s, corotask.tasks t
-		WHERE t.parent_id = $1 GROUP BY 1`, parent)
+	rows, err := db.Query(ctx, query.ChildrenByStatus, parent)
 	if err != nil {
 		return nil, nil, fmt.Errorf("count children: %w", err)
 	}
@@ -205,19 +153,7 @@ type treeNode struct {
 // loadTreeNodes returns the tree under root, breadth first and at most limit
 // tasks, each once, and whether it was cut; nil when root does not exist.
 func loadTreeNodes(ctx context.Context, db tasks.DB, root tasks.ID, limit int) (*treeNode, int, bool, error) {
-	// A recursive query is evaluated level by level, and only as far as the
-	// LIMIT needs. A task has one parent, so the walk down from root meets a
-	// task twice only through a parent cycle (rows written by hand), and such
-	// a cycle passes through root: not descending into root again visits each
-	// task once.
-	rows, err := db.Query(ctx, `WITH RECURSIVE `+served+`, tree AS (
-			SELECT `+rowColumns+`, 0 AS depth FROM served s, corotask.tasks t WHERE t.task_id = $1
-			UNION ALL
-			SELECT `+strings.ReplaceAll(rowColumns, "t.", "c.")+`, tree.depth + 1
-			FROM served s, tree JOIN corotask.tasks c ON c.parent_id = tree.task_id
-			WHERE c.task_id <> $1
-		)
-		SELECT * FROM tree LIMIT $2`, root, limit+1)
+	rows, err := db.Query(ctx, query.Tree, root, limit+1)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("read tree: %w", err)
 	}
@@ -268,7 +204,7 @@ type executorInfo struct {
 
 // executorsByID returns the registered executors among ids.
 func executorsByID(ctx context.Context, db tasks.DB, ids []tasks.ID) (map[tasks.ID]executorInfo, error) {
-	rows, err := db.Query(ctx, `SELECT executor_id, host, pid FROM corotask.executors WHERE executor_id = ANY ($1)`, ids)
+	rows, err := db.Query(ctx, query.ExecutorsByID, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read executors: %w", err)
 	}
@@ -287,9 +223,7 @@ func executorsByID(ctx context.Context, db tasks.DB, ids []tasks.ID) (map[tasks.
 // liveExecutors returns how many executors are live, their summed
 // concurrency, and how many tasks are claimed.
 func liveExecutors(ctx context.Context, db tasks.DB) (n, slots, claims int, err error) {
-	err = db.QueryRow(ctx, `SELECT count(*), coalesce(sum(concurrency), 0),
-			(SELECT count(*) FROM corotask.tasks t WHERE t.claim IS NOT NULL)
-		FROM corotask.executors WHERE expires_at > now() AND stopped_at IS NULL`).Scan(&n, &slots, &claims)
+	err = db.QueryRow(ctx, query.ExecutorsLive).Scan(&n, &slots, &claims)
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("count executors: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/corotask/corotask/internal/database"
 	"github.com/corotask/corotask/internal/humantime"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -160,7 +161,7 @@ func (h *Handler) newView(pg page) *view {
 // read loads a page in one read-only snapshot of the database.
 func (h *Handler) read(ctx context.Context, pg page, r *http.Request, v *view) error {
 	return pgx.BeginTxFunc(ctx, h.cfg.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, "SELECT now()").Scan(&v.Now); err != nil {
+		if err := tx.QueryRow(ctx, query.Now).Scan(&v.Now); err != nil {
 			return fmt.Errorf("read time: %w", err)
 		}
 		return pg.load(ctx, h, r, tx, v)

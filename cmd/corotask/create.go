@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -73,7 +74,7 @@ corotask create --type reminder --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --in 2h`,
 				if *in != "" {
 					// From the database's clock, which decides when the task is due.
 					var now time.Time
-					if err := conn.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+					if err := conn.QueryRow(ctx, query.Now).Scan(&now); err != nil {
 						return err
 					}
 					spec.WakeAt = now.Add(wait)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/corotask/corotask/internal/database"
+	"github.com/corotask/corotask/internal/query"
 	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/tasks"
 )
@@ -128,7 +129,7 @@ func (a *app) readSnapshot(ctx context.Context, fn func(tx pgx.Tx, now time.Time
 	return a.withConn(ctx, func(conn *pgx.Conn) error {
 		return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 			var now time.Time
-			if err := tx.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+			if err := tx.QueryRow(ctx, query.Now).Scan(&now); err != nil {
 				return err
 			}
 			return fn(tx, now)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/corotask/corotask/inbox"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -77,7 +78,7 @@ echo '"ping"' | corotask send --from 01JD7X2A0B1C2D3E4F5G6H7J8K 01JD7X3M5Q8R9S2T
 				err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 					if !sender.IsZero() {
 						var exists bool
-						if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM corotask.tasks WHERE task_id = $1)", sender).Scan(&exists); err != nil {
+						if err := tx.QueryRow(ctx, query.TaskExists, sender).Scan(&exists); err != nil {
 							return err
 						}
 						if !exists {

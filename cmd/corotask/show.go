@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -108,8 +109,7 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 
 // countChildren returns how many children the task has in each status.
 func countChildren(ctx context.Context, db tasks.DB, id tasks.ID) (map[tasks.Status]int, error) {
-	rows, err := db.Query(ctx, `SELECT corotask.status(t), count(*) FROM corotask.tasks t
-		WHERE t.parent_id = $1 GROUP BY 1`, id)
+	rows, err := db.Query(ctx, query.ChildrenByStatus, id)
 	if err != nil {
 		return nil, fmt.Errorf("count children: %w", err)
 	}

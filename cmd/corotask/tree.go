@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -78,28 +79,18 @@ type treeNode struct {
 
 // loadTree returns the task root and its descendants, breadth first (all the
 // children of a level before any grandchild), at most limit of them, each
-// once; none when root does not exist.
+// once (see query.Tree); none when root does not exist.
 func loadTree(ctx context.Context, db tasks.DB, root tasks.ID, limit int) ([]treeNode, error) {
-	// A recursive query is evaluated level by level, and only as far as the
-	// LIMIT needs. A task has one parent, so the walk down from root meets a
-	// task twice only through a parent cycle, and such a cycle passes through
-	// root (the tasks below it lead up to it): not descending into root again
-	// visits each task once, whatever the rows say.
-	rows, err := db.Query(ctx, `WITH RECURSIVE tree AS (
-			SELECT t.task_id, t.parent_id, t.task_type, corotask.status(t) AS status, 0 AS depth
-			FROM corotask.tasks t WHERE t.task_id = $1
-			UNION ALL
-			SELECT c.task_id, c.parent_id, c.task_type, corotask.status(c), tree.depth + 1
-			FROM tree JOIN corotask.tasks c ON c.parent_id = tree.task_id
-			WHERE c.task_id <> $1
-		)
-		SELECT task_id, parent_id, task_type, status FROM tree LIMIT $2`, root, limit)
+	rows, err := db.Query(ctx, query.Tree, root, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read tree: %w", err)
 	}
 	var n treeNode
 	var out []treeNode
-	_, err = pgx.ForEachRow(rows, []any{&n.ID, &n.Parent, &n.Type, &n.Status}, func() error {
+	// The first four columns; nil skips the others.
+	scans := make([]any, len(rows.FieldDescriptions()))
+	copy(scans, []any{&n.ID, &n.Parent, &n.Type, &n.Status})
+	_, err = pgx.ForEachRow(rows, scans, func() error {
 		out = append(out, n)
 		return nil
 	})

@@ -13,6 +13,12 @@
 //   - A fragment used by more than one statement (the status of a task, the
 //     ready predicate, a task's columns) is a constant of its own, and the
 //     statements are built from it by concatenation, at compile time.
+//   - A task's status (Status) is the CASE of the SQL function
+//     corotask.status, generated from sql/functions/api.sql by go generate
+//     (a test fails when the two differ), but that it reads the executors
+//     once per statement (Served) rather than for each task.
+//   - The list of tasks, whose filters vary, is the one statement built at
+//     run time: TaskList.SQL builds it, from constants.
 //   - The public SQL API (create_task(s), send_to_task, cancel_task, the
 //     operator functions) stays in sql/functions, where triggers can call it;
 //     statements here call those functions rather than copy them.

@@ -1,0 +1,50 @@
+package query
+
+// TaskColumns are the columns of a task as tasks.Task holds it, in the
+// order tasks' scanTask reads them: t is the tasks row, s the row of Served.
+// The last, when the task last changed hands, reads the task's last
+// attempt in its history.
+const TaskColumns = `t.task_id, t.parent_id, t.task_type, ` + Status + `, t.inner_state, t.result,
+	t.wake_at, t.heartbeat, t.inbox_len, t.inbox_next_len, t.failures,
+	coalesce(t.last_error, ''), t.created_at, t.done_at, t.attempts, t.live_children, t.awaiting_children AND t.done_at IS NULL,
+	CASE WHEN t.claim IS NOT NULL THEN t.claimed_by END, CASE WHEN t.claim IS NOT NULL THEN t.claimed_at END,
+	GREATEST(t.created_at, t.claimed_at, t.done_at, (SELECT h.finished_at FROM corotask.history h
+		WHERE h.task_id = t.task_id AND h.seq = 0 ORDER BY h.attempt DESC LIMIT 1))`
+
+// TaskGet reads task $1: its TaskColumns, then the envelopes of its inbox
+// and of its inbox_next, each oldest first. The inbox holds the task's
+// messages up to msg_seq - inbox_next_len; those after it arrived while an
+// executor held the task.
+const TaskGet = `WITH ` + Served + `
+SELECT ` + TaskColumns + `,
+	ARRAY(SELECT m.envelope FROM corotask.messages m
+		WHERE m.task_id = t.task_id AND m.seq > t.msg_popped AND m.seq <= t.msg_seq - t.inbox_next_len
+		ORDER BY m.seq),
+	ARRAY(SELECT m.envelope FROM corotask.messages m
+		WHERE m.task_id = t.task_id AND m.seq > t.msg_seq - t.inbox_next_len
+		ORDER BY m.seq)
+FROM served s, corotask.tasks t WHERE t.task_id = $1`
+
+// TaskExists says whether task $1 exists.
+const TaskExists = `SELECT EXISTS (SELECT 1 FROM corotask.tasks WHERE task_id = $1)`
+
+// TaskLock locks the row of task $1 until the transaction ends, so that no
+// commit changes the task between what the transaction reads of it and
+// what it does; it returns 1, or no row when the task does not exist.
+const TaskLock = `SELECT 1 FROM corotask.tasks WHERE task_id = $1 FOR UPDATE`
+
+// TasksCreate creates tasks in one statement, through
+// corotask.create_tasks: the arrays @ids, @types, @parents, @states,
+// @messages and @wake_ats hold one entry per task (NULL: no parent, the
+// poller's zero state, no message, now). TasksCreateTraced passes
+// @traces too, the trace context of each, to the seven-argument form.
+const (
+	TasksCreate = `SELECT corotask.create_tasks(@ids::uuid[], @types::text[], @parents::uuid[],
+	@states::jsonb[], @messages::jsonb[], @wake_ats::timestamptz[])`
+	TasksCreateTraced = `SELECT corotask.create_tasks(@ids::uuid[], @types::text[], @parents::uuid[],
+	@states::jsonb[], @messages::jsonb[], @wake_ats::timestamptz[], @traces::jsonb[])`
+)
+
+// Now is the database's time, that of the transaction: what decides when a
+// task is due, and what the derived statuses are computed against.
+const Now = `SELECT now()`
