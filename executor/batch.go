@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -20,7 +21,7 @@ const maxBatch = 500
 // committers is how many batches may be committing at once. While they
 // commit, the next polls to finish queue up and form the next batches: the
 // busier the executor, the larger its batches and the fewer its transactions.
-// They take turns (see commitTurn): more than one commits at once only while
+// They take turns (see committer.turn): more than one commits at once only while
 // a commit is slow.
 const committers = 3
 
@@ -43,6 +44,32 @@ const (
 	superseded                    // done, but messages arrived meanwhile: dropped, the task polled again
 )
 
+// committer writes what became of the polls: it batches their outcomes
+// (queue, loop: committers goroutines, a service of Run's), commits on its
+// own what a batch cannot carry (commitTx), records failures and lost
+// claims, gives claims back, and starts the eager children a batch created
+// (see eager.go). It owns the queue, the turn of the batches and the
+// committing context; the slots it asks for the children's places.
+type committer struct {
+	*env
+	slots *slots
+	polls *polls
+	// q feeds the batch committers; committing is canceled when they stop,
+	// so that polls then commit on their own.
+	q          chan *pendingCommit
+	mu         sync.Mutex
+	committing context.Context
+	// turn is held by the batch committing (see slowCommit).
+	turn chan struct{}
+}
+
+func newCommitter(v *env, s *slots, p *polls) *committer {
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	return &committer{env: v, slots: s, polls: p, q: make(chan *pendingCommit),
+		turn: make(chan struct{}, 1), committing: stopped}
+}
+
 // pendingCommit is a poll outcome waiting for the batch committer.
 type pendingCommit struct {
 	c       *claimed
@@ -54,16 +81,24 @@ type pendingCommit struct {
 	childClaims [][16]byte
 }
 
-// queueCommit hands a poll's outcome to the batch committers and waits for
+// open lets polls queue their outcomes while ctx lasts: the loops (see
+// run) that ctx stops commit them.
+func (cm *committer) open(ctx context.Context) {
+	cm.mu.Lock()
+	cm.committing = ctx
+	cm.mu.Unlock()
+}
+
+// queue hands a poll's outcome to the batch committers and waits for
 // the batch. queued is false when no committer runs (PollOnce, or Run
 // stopping).
-func (e *Executor) queueCommit(ctx context.Context, c *claimed, out *outcome, history int16) (err error, queued bool) {
+func (cm *committer) queue(ctx context.Context, c *claimed, out *outcome, history int16) (err error, queued bool) {
 	p := &pendingCommit{c: c, out: out, history: history, done: make(chan error, 1)}
-	e.mu.Lock()
-	committing := e.committing
-	e.mu.Unlock()
+	cm.mu.Lock()
+	committing := cm.committing
+	cm.mu.Unlock()
 	select {
-	case e.commitQ <- p:
+	case cm.q <- p:
 	case <-committing.Done():
 		return nil, false
 	}
@@ -75,17 +110,17 @@ func (e *Executor) queueCommit(ctx context.Context, c *claimed, out *outcome, hi
 	}
 }
 
-// commitLoop commits queued polls in batches until ctx ends.
-func (e *Executor) commitLoop(ctx context.Context) {
+// run commits queued polls in batches until ctx ends.
+func (cm *committer) run(ctx context.Context) {
 	for {
 		var first *pendingCommit
 		select {
 		case <-ctx.Done():
 			return
-		case first = <-e.commitQ:
+		case first = <-cm.q:
 		}
 		// The polls that finish until this batch's turn join it.
-		held, ok := e.awaitCommitTurn(ctx)
+		held, ok := cm.awaitCommitTurn(ctx)
 		if !ok {
 			first.done <- ctx.Err()
 			return
@@ -94,15 +129,15 @@ func (e *Executor) commitLoop(ctx context.Context) {
 	fill:
 		for len(batch) < maxBatch {
 			select {
-			case p := <-e.commitQ:
+			case p := <-cm.q:
 				batch = append(batch, p)
 			default:
 				break fill
 			}
 		}
-		e.commitBatch(ctx, batch)
+		cm.commitBatch(ctx, batch)
 		if held {
-			<-e.commitTurn
+			<-cm.turn
 		}
 	}
 }
@@ -110,16 +145,16 @@ func (e *Executor) commitLoop(ctx context.Context) {
 // awaitCommitTurn waits until no other batch commits, or for slowCommit,
 // whichever comes first; held says whether it took the turn, which the
 // caller gives back once its batch has committed. ok is false when ctx ended.
-func (e *Executor) awaitCommitTurn(ctx context.Context) (held, ok bool) {
+func (cm *committer) awaitCommitTurn(ctx context.Context) (held, ok bool) {
 	select {
-	case e.commitTurn <- struct{}{}:
+	case cm.turn <- struct{}{}:
 		return true, true
 	default:
 	}
 	t := time.NewTimer(slowCommit)
 	defer t.Stop()
 	select {
-	case e.commitTurn <- struct{}{}:
+	case cm.turn <- struct{}{}:
 		return true, true
 	case <-t.C:
 		return false, true
@@ -129,45 +164,45 @@ func (e *Executor) awaitCommitTurn(ctx context.Context) (held, ok bool) {
 }
 
 // commitBatch commits a batch in one statement and tells each poll how it went.
-func (e *Executor) commitBatch(ctx context.Context, batch []*pendingCommit) {
+func (cm *committer) commitBatch(ctx context.Context, batch []*pendingCommit) {
 	slices.SortFunc(batch, func(a, b *pendingCommit) int { return bytes.Compare(a.c.id[:], b.c.id[:]) })
-	plan := e.reserveChildren(batch)
-	start := e.hooks.now()
+	plan := cm.reserveChildren(batch)
+	start := cm.hooks.now()
 	if plan != nil {
 		plan.at = time.Now()
 	}
-	as, err := e.runBatch(ctx, batch)
-	for tries := 1; plan == nil && e.atOnce(err, tries); tries++ {
+	as, err := cm.runBatch(ctx, batch)
+	for tries := 1; plan == nil && cm.atOnce(err, tries); tries++ {
 		// The connection was severed: the batch is tried again at once on
 		// another, rather than each poll committing on its own. (A batch
 		// that committed before the reply was lost is fenced the second
 		// time.) One that creates claimed children is left to dropChildren,
 		// which knows what to do with children of unknown fate.
-		as, err = e.runBatch(ctx, batch)
+		as, err = cm.runBatch(ctx, batch)
 	}
 	children := 0
 	switch {
 	case plan == nil:
 	case err == nil:
-		children = e.startChildren(batch, plan, as)
+		children = cm.startChildren(batch, plan, as)
 	default:
-		e.dropChildren(batch, plan, err)
+		cm.dropChildren(batch, plan, err)
 	}
-	e.hooks.commitDone(ctx, start, len(batch), children, &err)
+	cm.hooks.commitDone(ctx, start, len(batch), children, &err)
 	for _, p := range batch {
 		p.done <- err
 	}
 }
 
 // runBatch commits batch in one statement, and says what became of each poll.
-func (e *Executor) runBatch(ctx context.Context, batch []*pendingCommit) (map[tasks.ID]committedAs, error) {
-	args, err := e.commitArgs(batch)
+func (cm *committer) runBatch(ctx context.Context, batch []*pendingCommit) (map[tasks.ID]committedAs, error) {
+	args, err := cm.commitArgs(batch)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.HeartbeatTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cm.cfg.HeartbeatTimeout)
 	defer cancel()
-	rows, err := e.pool.Query(ctx, commitSQL, args...)
+	rows, err := cm.pool.Query(ctx, commitSQL, args...)
 	if err != nil {
 		return nil, fmt.Errorf("commit %d polls: %w", len(batch), dberr.Translate(err))
 	}
@@ -188,7 +223,7 @@ func (e *Executor) runBatch(ctx context.Context, batch []*pendingCommit) (map[ta
 		return nil, fmt.Errorf("commit %d polls: %w", len(batch), dberr.Translate(err))
 	}
 	for _, p := range batch {
-		e.logCommitted(ctx, p.c, p.out, as[p.c.id], p.history)
+		cm.logCommitted(ctx, p.c, p.out, as[p.c.id], p.history)
 	}
 	return as, nil
 }
@@ -214,7 +249,7 @@ type effectsJSON struct {
 }
 
 // commitArgs builds the arguments of commitSQL for a batch of polls.
-func (e *Executor) commitArgs(batch []*pendingCommit) ([]any, error) {
+func (cm *committer) commitArgs(batch []*pendingCommit) ([]any, error) {
 	n := len(batch)
 	var (
 		ids     = make([]tasks.ID, n)
@@ -257,7 +292,7 @@ func (e *Executor) commitArgs(batch []*pendingCommit) ([]any, error) {
 			sp := spawnJSON{ID: s.ID.UUID(), Type: s.Type, State: st, Msg: m, Trace: out.trace}
 			if p.childClaims != nil && p.childClaims[j] != ([16]byte{}) {
 				sp.Claim = tasks.ID(p.childClaims[j]).UUID()
-				claimedBy = pgtype.UUID{Bytes: e.id, Valid: true}
+				claimedBy = pgtype.UUID{Bytes: cm.id, Valid: true}
 			}
 			eff.Spawn = append(eff.Spawn, sp)
 		}
@@ -271,6 +306,6 @@ func (e *Executor) commitArgs(batch []*pendingCommit) ([]any, error) {
 		effects[i] = b
 	}
 	return []any{ids, claims, states, taken, actions, sleeps, ats, results, effects, history,
-		e.cfg.HistoryKeepFirst, e.cfg.HistoryKeepLast, parents, claimedBy, e.cfg.HeartbeatTimeout.Seconds(),
+		cm.cfg.HistoryKeepFirst, cm.cfg.HistoryKeepLast, parents, claimedBy, cm.cfg.HeartbeatTimeout.Seconds(),
 		popFrom, popTo}, nil
 }
