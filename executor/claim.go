@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -69,9 +70,18 @@ func (cl *claimer) request() claimRequest {
 	return r
 }
 
+// claimStatement is the claim statement: with the search for stale claims
+// when stale (see query.ClaimReady and query.ClaimReadyOrStale).
+func claimStatement(stale bool) string {
+	if stale {
+		return query.ClaimReadyOrStale
+	}
+	return query.ClaimReady
+}
+
 // claim claims what req allows, and returns the claimed tasks to poll and
 // the earliest future wake_at (zero if none is known). The claim runs in its
-// own transaction on its generic plan (see genericPlan); its statements go
+// own transaction on its generic plan (see query.ClaimSettings); its statements go
 // to the server as one pipeline, so the claim costs a single round trip.
 // It reads the ready tasks from the oldest (a full claim), or from the
 // floors of readyFloors, and counts the entries of the ready index it walks
@@ -86,14 +96,14 @@ func (cl *claimer) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	from, staleFrom, full, count := floors.from(req, cl.cfg.PollInterval, at)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(genericPlan)
+	b.Queue(query.ClaimSettings)
 	if count {
-		b.Queue(readyEntriesWalked)
+		b.Queue(query.ClaimReadyEntriesWalked)
 	}
-	b.Queue(claimSQL[req.stale], req.open, req.total, req.capped, req.caps,
+	b.Queue(claimStatement(req.stale), req.open, req.total, req.capped, req.caps,
 		cl.cfg.HeartbeatTimeout.Seconds(), req.all, cl.id, req.polling, req.window, from, staleFrom)
 	if count {
-		b.Queue(readyEntriesWalked)
+		b.Queue(query.ClaimReadyEntriesWalked)
 	}
 	b.Queue("COMMIT")
 	// Once sent, the claim is not canceled with ctx (Run stopping): one
@@ -154,13 +164,13 @@ func (cl *claimer) exhausted(c *claimed) bool {
 // failClaimed ends c as failed, without polling it, and tells its parent.
 func (cl *claimer) failClaimed(ctx context.Context, c *claimed) error {
 	var ok bool
-	if err := cl.pool.QueryRow(ctx, `SELECT corotask.fail_claimed($1, $2)`, c.id, pgtype.UUID{Bytes: c.claim, Valid: true}).Scan(&ok); err != nil {
+	if err := cl.pool.QueryRow(ctx, query.ClaimFail, c.id, pgtype.UUID{Bytes: c.claim, Valid: true}).Scan(&ok); err != nil {
 		cl.schema.fault(err)
 		return dberr.Translate(err)
 	}
 	if ok {
 		cl.log.Error("corotask: task failed for good: its polls stopped executors too many times", "task", c.id, "type", c.typ,
-			"failures", c.failures, "error", takeoverError)
+			"failures", c.failures, "error", query.ClaimTakeoverError)
 	}
 	return nil
 }

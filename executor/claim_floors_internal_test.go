@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
@@ -103,11 +104,11 @@ func trialClaim(t *testing.T, db *pgxpool.Pool, e *Executor, req claimRequest, f
 	const walked = `SELECT pg_stat_get_xact_tuples_returned('corotask.tasks_ready_idx'::regclass),
 		pg_stat_get_xact_tuples_returned('corotask.tasks_running_idx'::regclass)`
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, genericPlan)
+		_, err := tx.Exec(ctx, query.ClaimSettings)
 		require.NoError(t, err)
 		var ready0, running0 int64
 		require.NoError(t, tx.QueryRow(ctx, walked).Scan(&ready0, &running0))
-		rows, err := tx.Query(ctx, claimSQL[req.stale], req.open, req.total, req.capped, req.caps,
+		rows, err := tx.Query(ctx, claimStatement(req.stale), req.open, req.total, req.capped, req.caps,
 			e.env.cfg.HeartbeatTimeout.Seconds(), req.all, e.env.id, req.polling, req.window, floors, staleFloor)
 		require.NoError(t, err)
 		for rows.Next() {
