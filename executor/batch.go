@@ -9,9 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -32,8 +34,6 @@ const committers = 3
 // of three at once. A commit that waits for a row lock (an operator's open
 // transaction, a statement_timeout) must not hold up every other poll.
 const slowCommit = 50 * time.Millisecond
-
-const commitSQL = `SELECT polled, superseded FROM corotask.commit_polls($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`
 
 // committedAs is what became of a poll's outcome at its commit.
 type committedAs uint8
@@ -202,7 +202,7 @@ func (cm *committer) runBatch(ctx context.Context, batch []*pendingCommit) (map[
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cm.cfg.HeartbeatTimeout)
 	defer cancel()
-	rows, err := cm.pool.Query(ctx, commitSQL, args...)
+	rows, err := cm.pool.Query(ctx, query.CommitPolls, args)
 	if err != nil {
 		return nil, fmt.Errorf("commit %d polls: %w", len(batch), dberr.Translate(err))
 	}
@@ -248,39 +248,52 @@ type effectsJSON struct {
 	Send  []sendJSON  `json:"send,omitempty"`
 }
 
-// commitArgs builds the arguments of commitSQL for a batch of polls.
-func (cm *committer) commitArgs(batch []*pendingCommit) ([]any, error) {
-	n := len(batch)
-	var (
-		ids     = make([]tasks.ID, n)
-		claims  = make([]pgtype.UUID, n)
-		states  = make([][]byte, n)
-		taken   = make([]int32, n)
-		popFrom = make([]*int64, n)
-		popTo   = make([]*int64, n)
-		actions = make([]string, n)
-		sleeps  = make([]float64, n)
-		ats     = make([]*time.Time, n)
-		results = make([][]byte, n)
-		effects = make([][]byte, n)
-		history = make([]int16, n)
-		// The parents, as claimed: the commit locks those it tells of an
-		// end without looking them up.
-		parents = make([]pgtype.UUID, n)
-		// The executor that claims the children with a claim token.
-		claimedBy pgtype.UUID
-	)
+// commitRow is one poll's entries in the arrays commit_polls takes (see
+// query.CommitPolls), named as its parameters are.
+type commitRow struct {
+	task    tasks.ID
+	claim   pgtype.UUID
+	state   []byte
+	taken   int32
+	popFrom *int64
+	popTo   *int64
+	action  string
+	sleep   float64
+	at      *time.Time
+	result  []byte
+	effects []byte
+	history int16
+	// The parent, as claimed: the commit locks those it tells of an end
+	// without looking them up.
+	parent pgtype.UUID
+}
+
+// column is one array argument of commit_polls: f of every row.
+func column[T any](rows []commitRow, f func(*commitRow) T) []T {
+	out := make([]T, len(rows))
+	for i := range rows {
+		out[i] = f(&rows[i])
+	}
+	return out
+}
+
+// commitArgs builds the arguments of query.CommitPolls for a batch of polls.
+func (cm *committer) commitArgs(batch []*pendingCommit) (pgx.NamedArgs, error) {
+	rows := make([]commitRow, len(batch))
+	// The executor that claims the children with a claim token.
+	var claimedBy pgtype.UUID
 	for i, p := range batch {
 		c, out := p.c, p.out
-		ids[i], claims[i], history[i] = c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, p.history
-		parents[i] = pgtype.UUID{Bytes: c.parent, Valid: !c.parent.IsZero()}
-		states[i], taken[i], actions[i] = out.state, int32(out.taken), out.action.sqlName()
+		r := &rows[i]
+		r.task, r.claim, r.history = c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, p.history
+		r.parent = pgtype.UUID{Bytes: c.parent, Valid: !c.parent.IsZero()}
+		r.state, r.taken, r.action = out.state, int32(out.taken), out.action.sqlName()
 		if out.taken > 0 {
-			popFrom[i], popTo[i] = &batch[i].out.popFrom, &batch[i].out.popTo
+			r.popFrom, r.popTo = &out.popFrom, &out.popTo
 		}
-		sleeps[i], results[i] = out.action.sleep.Seconds(), out.result
+		r.sleep, r.result = out.action.sleep.Seconds(), out.result
 		if out.action.kind == actUntil {
-			ats[i] = &batch[i].out.action.at
+			r.at = &out.action.at
 		}
 		if len(out.spawns) == 0 && len(out.sends) == 0 {
 			continue
@@ -303,9 +316,25 @@ func (cm *committer) commitArgs(batch []*pendingCommit) ([]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("task %s: encode effects: %w", c.id, err)
 		}
-		effects[i] = b
+		r.effects = b
 	}
-	return []any{ids, claims, states, taken, actions, sleeps, ats, results, effects, history,
-		cm.cfg.HistoryKeepFirst, cm.cfg.HistoryKeepLast, parents, claimedBy, cm.cfg.HeartbeatTimeout.Seconds(),
-		popFrom, popTo}, nil
+	return pgx.NamedArgs{
+		"tasks":      column(rows, func(r *commitRow) tasks.ID { return r.task }),
+		"claims":     column(rows, func(r *commitRow) pgtype.UUID { return r.claim }),
+		"states":     column(rows, func(r *commitRow) []byte { return r.state }),
+		"taken":      column(rows, func(r *commitRow) int32 { return r.taken }),
+		"actions":    column(rows, func(r *commitRow) string { return r.action }),
+		"sleeps":     column(rows, func(r *commitRow) float64 { return r.sleep }),
+		"ats":        column(rows, func(r *commitRow) *time.Time { return r.at }),
+		"results":    column(rows, func(r *commitRow) []byte { return r.result }),
+		"effects":    column(rows, func(r *commitRow) []byte { return r.effects }),
+		"history":    column(rows, func(r *commitRow) int16 { return r.history }),
+		"keep_first": cm.cfg.HistoryKeepFirst,
+		"keep_last":  cm.cfg.HistoryKeepLast,
+		"parents":    column(rows, func(r *commitRow) pgtype.UUID { return r.parent }),
+		"claimed_by": claimedBy,
+		"claim_secs": cm.cfg.HeartbeatTimeout.Seconds(),
+		"pop_from":   column(rows, func(r *commitRow) *int64 { return r.popFrom }),
+		"pop_to":     column(rows, func(r *commitRow) *int64 { return r.popTo }),
+	}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -93,7 +94,7 @@ func (cm *committer) commitTx(ctx context.Context, c *claimed, out *outcome, his
 	err = pgx.BeginFunc(ctx, cm.pool, func(tx pgx.Tx) error {
 		var id tasks.ID
 		var dropped bool
-		err := tx.QueryRow(ctx, commitSQL, args...).Scan(&id, &dropped)
+		err := tx.QueryRow(ctx, query.CommitPolls, args).Scan(&id, &dropped)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // the claim was lost: nothing to commit
 		}
@@ -173,9 +174,11 @@ func (cm *committer) fail(ctx, pctx context.Context, c *claimed, pollErr error, 
 	}
 	var lost, ended bool
 	err := cm.retry(pctx, c, func() error {
-		return cm.pool.QueryRow(ctx, `SELECT claim_lost, ended FROM corotask.fail_poll($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, storableText(text), delay, opts.maxFailures,
-			outcome, storableText(stack), opts.history(), cm.cfg.HistoryKeepFirst, cm.cfg.HistoryKeepLast).Scan(&lost, &ended)
+		return cm.pool.QueryRow(ctx, query.FailPoll, pgx.NamedArgs{
+			"task": c.id, "claim": pgtype.UUID{Bytes: c.claim, Valid: true}, "error": storableText(text),
+			"backoff": delay, "max_failures": opts.maxFailures, "outcome": outcome, "stack": storableText(stack),
+			"history": opts.history(), "keep_first": cm.cfg.HistoryKeepFirst, "keep_last": cm.cfg.HistoryKeepLast,
+		}).Scan(&lost, &ended)
 	})
 	cm.hooks.failed(c, pollErr, lost, ended, err)
 	switch {
@@ -203,8 +206,10 @@ func (cm *committer) recordLost(ctx context.Context, c *claimed, outcome, reason
 	if history == 0 {
 		return
 	}
-	if _, err := cm.pool.Exec(ctx, `SELECT corotask.record_lost($1, $2, $3, $4, $5, $6)`,
-		c.id, c.attempt, outcome, cm.id, c.claimedAt, storableText(reason)); err != nil {
+	if _, err := cm.pool.Exec(ctx, query.FailRecordLost, pgx.NamedArgs{
+		"task": c.id, "attempt": c.attempt, "outcome": outcome, "executor": cm.id,
+		"claimed_at": c.claimedAt, "error": storableText(reason),
+	}); err != nil {
 		cm.log.Warn("corotask: record lost claim in history", "task", c.id, "error", dberr.Translate(err))
 		cm.schema.fault(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -194,11 +195,10 @@ func (cm *committer) releaseChildren(parents []tasks.ID, cs []*claimed) error {
 	ids, tokens := claimArgs(cs)
 	var n int
 	err := pgx.BeginFunc(ctx, cm.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM corotask.tasks WHERE task_id = ANY ($1)
-			ORDER BY task_id FOR UPDATE`, parents); err != nil {
+		if _, err := tx.Exec(ctx, query.ReleaseLockParents, parents); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `SELECT corotask.release_claims($1, $2, '0')`, ids, tokens).Scan(&n)
+		return tx.QueryRow(ctx, query.ReleaseChildren, ids, tokens).Scan(&n)
 	})
 	if err != nil {
 		return fmt.Errorf("release %d children: %w", len(cs), dberr.Translate(err))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
@@ -46,7 +47,7 @@ func TestChildrenOfALostReplyAreReleased(t *testing.T) {
 			tx, err := db.Begin(ctx)
 			require.NoError(t, err)
 			defer func() { _ = tx.Rollback(ctx) }()
-			rows, err := tx.Query(ctx, commitSQL, args...)
+			rows, err := tx.Query(ctx, query.CommitPolls, args)
 			require.NoError(t, err)
 			rows.Close()
 			require.NoError(t, rows.Err())

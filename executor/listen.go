@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/corotask/corotask/internal/query"
+
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -111,7 +113,7 @@ func (l *listener) listenConn(ctx context.Context) (heard bool, err error) {
 			return false, err
 		}
 	}
-	if _, err := pc.Exec(ctx, "LISTEN corotask_ready; LISTEN corotask_cancel"); err != nil {
+	if _, err := pc.Exec(ctx, query.ListenChannels); err != nil {
 		return false, err
 	}
 	// Anything announced while we were not listening is found by a claim now.
@@ -151,16 +153,16 @@ func probeListen(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration)
 	defer pc.Close(context.WithoutCancel(ctx))
 	channel := "corotask_probe_" + randomHex()
 	payload := randomHex()
-	if _, err := pc.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+	if _, err := pc.Exec(ctx, query.ListenProbe+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return false, err
 	}
-	if _, err := pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload); err != nil {
+	if _, err := pool.Exec(ctx, query.ListenProbeNotify, channel, payload); err != nil {
 		return false, err
 	}
 	// A session that LISTENs has a notification committed before its next
 	// statement by the reply to it: this one makes the notification arrive
 	// at once where LISTEN works (pgx keeps it for WaitForNotification).
-	if _, err := pc.Exec(ctx, "SELECT 1", pgx.QueryExecModeSimpleProtocol); err != nil {
+	if _, err := pc.Exec(ctx, query.ListenProbeFlush, pgx.QueryExecModeSimpleProtocol); err != nil {
 		return false, err
 	}
 	wait, cancel := context.WithTimeout(ctx, timeout)

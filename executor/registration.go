@@ -7,7 +7,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 )
 
 // module is this module's path, to find its version in a binary's build info.
@@ -38,8 +41,10 @@ func (r registration) seen(ctx context.Context) error {
 	if r.cfg.Retention >= 0 {
 		keep = &r.cfg.Retention
 	}
-	_, err := r.pool.Exec(ctx, `SELECT corotask.executor_seen($1, $2, $3, $4, $5, $6, $7, $8)`,
-		r.id, host, os.Getpid(), moduleVersion(), names, r.cfg.Concurrency, executorTTL*r.cfg.HeartbeatTimeout, keep)
+	_, err := r.pool.Exec(ctx, query.RegistrySeen, pgx.NamedArgs{
+		"executor": r.id, "host": host, "pid": os.Getpid(), "version": moduleVersion(), "types": names,
+		"concurrency": r.cfg.Concurrency, "expires_in": executorTTL * r.cfg.HeartbeatTimeout, "keep": keep,
+	})
 	return dberr.Translate(err)
 }
 
@@ -59,7 +64,7 @@ func (r registration) run(ctx context.Context) {
 func (r registration) deregister() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := r.pool.Exec(ctx, `SELECT corotask.executor_stopped($1)`, r.id); err != nil {
+	if _, err := r.pool.Exec(ctx, query.RegistryStopped, r.id); err != nil {
 		r.log.Warn("corotask: remove this executor's registration", "error", dberr.Translate(err))
 	}
 }

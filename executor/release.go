@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -16,7 +17,7 @@ import (
 func (cm *committer) release(ctx context.Context, delay time.Duration, cs ...*claimed) error {
 	ids, tokens := claimArgs(cs)
 	var n int
-	if err := cm.pool.QueryRow(ctx, `SELECT corotask.release_claims($1, $2, $3)`, ids, tokens, delay).Scan(&n); err != nil {
+	if err := cm.pool.QueryRow(ctx, query.ReleaseClaims, ids, tokens, delay).Scan(&n); err != nil {
 		cm.schema.fault(err)
 		return fmt.Errorf("release %d claims: %w", len(cs), dberr.Translate(err))
 	}

@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+
+	"github.com/corotask/corotask/internal/query"
 )
 
 // retentionBatch is how many ended tasks one DELETE removes, keeping each
@@ -49,19 +51,7 @@ func (r retention) deleteExpired(ctx context.Context) (int, error) {
 	total := 0
 	for range 100 {
 		var n int
-		err := r.pool.QueryRow(ctx, `WITH deleted AS (
-			DELETE FROM corotask.tasks WHERE task_id IN (
-				SELECT t.task_id FROM corotask.tasks t
-				WHERE t.done_at IS NOT NULL AND t.done_at < now() - make_interval(secs => $1)
-				  AND NOT EXISTS (SELECT 1 FROM corotask.tasks c WHERE c.parent_id = t.task_id)
-				ORDER BY t.done_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-			RETURNING task_id
-		), history AS (
-			DELETE FROM corotask.history h USING deleted d WHERE h.task_id = d.task_id
-		), messages AS (
-			DELETE FROM corotask.messages m USING deleted d WHERE m.task_id = d.task_id
-		)
-		SELECT count(*) FROM deleted`, r.cfg.Retention.Seconds(), retentionBatch).Scan(&n)
+		err := r.pool.QueryRow(ctx, query.RetentionDelete, r.cfg.Retention.Seconds(), retentionBatch).Scan(&n)
 		if err != nil {
 			return total, err
 		}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/corotask/corotask/internal/query"
 )
 
 // vacuumInterval is how often an executor checks whether corotask's tables
@@ -68,9 +70,7 @@ func (v vacuumer) vacuumIfNeeded(ctx context.Context) (bool, error) {
 	var needed []string
 	for _, table := range vacuumed {
 		var need bool
-		err = conn.QueryRow(ctx, `SELECT current_setting('autovacuum') = 'off'
-				AND s.n_dead_tup >= 1000 AND s.n_dead_tup > s.n_live_tup / 10
-			FROM pg_stat_user_tables s WHERE s.relid = $1::regclass`, table).Scan(&need)
+		err = conn.QueryRow(ctx, query.VacuumNeeded, table).Scan(&need)
 		if err != nil {
 			return false, err
 		}
@@ -82,12 +82,12 @@ func (v vacuumer) vacuumIfNeeded(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	var locked bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(vacuumLockKey)).Scan(&locked); err != nil || !locked {
+	if err := conn.QueryRow(ctx, query.VacuumLock, int64(vacuumLockKey)).Scan(&locked); err != nil || !locked {
 		return false, err
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(vacuumLockKey)) //nolint:errcheck
+	defer conn.Exec(context.WithoutCancel(ctx), query.VacuumUnlock, int64(vacuumLockKey)) //nolint:errcheck
 	for _, table := range needed {
-		if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) "+table); err != nil {
+		if _, err := conn.Exec(ctx, query.VacuumAnalyze+table); err != nil {
 			return false, fmt.Errorf("vacuum %s: %w", table, err)
 		}
 	}
