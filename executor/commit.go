@@ -19,7 +19,7 @@ import (
 // settle records the outcome of a poll: commit it, record its failure, or
 // release its claim, depending on how it ended. It returns the error of a
 // commit the database refused, which failed the poll, or a schema fault (see
-// schemaFault), which gave its claim back and counted nothing.
+// schemaGuard.fault), which gave its claim back and counted nothing.
 func (cm *committer) settle(pctx context.Context, c *claimed, out *outcome, opts typeOptions) error {
 	// Writes must go through even while the executor shuts down; the
 	// heartbeat keeper still renews the claim meanwhile.
