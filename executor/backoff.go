@@ -3,8 +3,6 @@ package executor
 import (
 	"math/rand/v2"
 	"time"
-
-	"github.com/corotask/corotask/internal/dberr"
 )
 
 // backoff returns the delay before retry number attempt (1 is the first):
@@ -21,14 +19,4 @@ func backoff(base, limit time.Duration, attempt int) time.Duration {
 		return d
 	}
 	return half + rand.N(half+1)
-}
-
-// atOnce reports whether a statement that failed with err, for the n-th time
-// in a row with its connection severed (see dberr.Severed), is tried again
-// at once on another connection rather than after a backoff: up to one more
-// time than the pool has connections, so that a pool whose every idle
-// connection was killed (a failover, a pooler's restart) is run through
-// first.
-func (e *Executor) atOnce(err error, n int) bool {
-	return dberr.Severed(err) && n <= e.severedRetries()
 }

@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -20,7 +23,7 @@ const maxBatch = 500
 // committers is how many batches may be committing at once. While they
 // commit, the next polls to finish queue up and form the next batches: the
 // busier the executor, the larger its batches and the fewer its transactions.
-// They take turns (see commitTurn): more than one commits at once only while
+// They take turns (see committer.turn): more than one commits at once only while
 // a commit is slow.
 const committers = 3
 
@@ -32,8 +35,6 @@ const committers = 3
 // transaction, a statement_timeout) must not hold up every other poll.
 const slowCommit = 50 * time.Millisecond
 
-const commitSQL = `SELECT polled, superseded FROM corotask.commit_polls($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`
-
 // committedAs is what became of a poll's outcome at its commit.
 type committedAs uint8
 
@@ -42,6 +43,32 @@ const (
 	committed                     // written
 	superseded                    // done, but messages arrived meanwhile: dropped, the task polled again
 )
+
+// committer writes what became of the polls: it batches their outcomes
+// (queue, loop: committers goroutines, a service of Run's), commits on its
+// own what a batch cannot carry (commitTx), records failures and lost
+// claims, gives claims back, and starts the eager children a batch created
+// (see eager.go). It owns the queue, the turn of the batches and the
+// committing context; the slots it asks for the children's places.
+type committer struct {
+	*env
+	slots *slots
+	polls *polls
+	// q feeds the batch committers; committing is canceled when they stop,
+	// so that polls then commit on their own.
+	q          chan *pendingCommit
+	mu         sync.Mutex
+	committing context.Context
+	// turn is held by the batch committing (see slowCommit).
+	turn chan struct{}
+}
+
+func newCommitter(v *env, s *slots, p *polls) *committer {
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	return &committer{env: v, slots: s, polls: p, q: make(chan *pendingCommit),
+		turn: make(chan struct{}, 1), committing: stopped}
+}
 
 // pendingCommit is a poll outcome waiting for the batch committer.
 type pendingCommit struct {
@@ -54,16 +81,24 @@ type pendingCommit struct {
 	childClaims [][16]byte
 }
 
-// queueCommit hands a poll's outcome to the batch committers and waits for
+// open lets polls queue their outcomes while ctx lasts: the loops (see
+// run) that ctx stops commit them.
+func (cm *committer) open(ctx context.Context) {
+	cm.mu.Lock()
+	cm.committing = ctx
+	cm.mu.Unlock()
+}
+
+// queue hands a poll's outcome to the batch committers and waits for
 // the batch. queued is false when no committer runs (PollOnce, or Run
 // stopping).
-func (e *Executor) queueCommit(ctx context.Context, c *claimed, out *outcome, history int16) (err error, queued bool) {
+func (cm *committer) queue(ctx context.Context, c *claimed, out *outcome, history int16) (err error, queued bool) {
 	p := &pendingCommit{c: c, out: out, history: history, done: make(chan error, 1)}
-	e.mu.Lock()
-	committing := e.committing
-	e.mu.Unlock()
+	cm.mu.Lock()
+	committing := cm.committing
+	cm.mu.Unlock()
 	select {
-	case e.commitQ <- p:
+	case cm.q <- p:
 	case <-committing.Done():
 		return nil, false
 	}
@@ -75,17 +110,17 @@ func (e *Executor) queueCommit(ctx context.Context, c *claimed, out *outcome, hi
 	}
 }
 
-// commitLoop commits queued polls in batches until ctx ends.
-func (e *Executor) commitLoop(ctx context.Context) {
+// run commits queued polls in batches until ctx ends.
+func (cm *committer) run(ctx context.Context) {
 	for {
 		var first *pendingCommit
 		select {
 		case <-ctx.Done():
 			return
-		case first = <-e.commitQ:
+		case first = <-cm.q:
 		}
 		// The polls that finish until this batch's turn join it.
-		held, ok := e.awaitCommitTurn(ctx)
+		held, ok := cm.awaitCommitTurn(ctx)
 		if !ok {
 			first.done <- ctx.Err()
 			return
@@ -94,15 +129,15 @@ func (e *Executor) commitLoop(ctx context.Context) {
 	fill:
 		for len(batch) < maxBatch {
 			select {
-			case p := <-e.commitQ:
+			case p := <-cm.q:
 				batch = append(batch, p)
 			default:
 				break fill
 			}
 		}
-		e.commitBatch(ctx, batch)
+		cm.commitBatch(ctx, batch)
 		if held {
-			<-e.commitTurn
+			<-cm.turn
 		}
 	}
 }
@@ -110,16 +145,16 @@ func (e *Executor) commitLoop(ctx context.Context) {
 // awaitCommitTurn waits until no other batch commits, or for slowCommit,
 // whichever comes first; held says whether it took the turn, which the
 // caller gives back once its batch has committed. ok is false when ctx ended.
-func (e *Executor) awaitCommitTurn(ctx context.Context) (held, ok bool) {
+func (cm *committer) awaitCommitTurn(ctx context.Context) (held, ok bool) {
 	select {
-	case e.commitTurn <- struct{}{}:
+	case cm.turn <- struct{}{}:
 		return true, true
 	default:
 	}
 	t := time.NewTimer(slowCommit)
 	defer t.Stop()
 	select {
-	case e.commitTurn <- struct{}{}:
+	case cm.turn <- struct{}{}:
 		return true, true
 	case <-t.C:
 		return false, true
@@ -129,45 +164,45 @@ func (e *Executor) awaitCommitTurn(ctx context.Context) (held, ok bool) {
 }
 
 // commitBatch commits a batch in one statement and tells each poll how it went.
-func (e *Executor) commitBatch(ctx context.Context, batch []*pendingCommit) {
+func (cm *committer) commitBatch(ctx context.Context, batch []*pendingCommit) {
 	slices.SortFunc(batch, func(a, b *pendingCommit) int { return bytes.Compare(a.c.id[:], b.c.id[:]) })
-	plan := e.reserveChildren(batch)
-	start := e.hooks.now()
+	plan := cm.reserveChildren(batch)
+	start := cm.hooks.now()
 	if plan != nil {
 		plan.at = time.Now()
 	}
-	as, err := e.runBatch(ctx, batch)
-	for tries := 1; plan == nil && e.atOnce(err, tries); tries++ {
+	as, err := cm.runBatch(ctx, batch)
+	for tries := 1; plan == nil && cm.atOnce(err, tries); tries++ {
 		// The connection was severed: the batch is tried again at once on
 		// another, rather than each poll committing on its own. (A batch
 		// that committed before the reply was lost is fenced the second
 		// time.) One that creates claimed children is left to dropChildren,
 		// which knows what to do with children of unknown fate.
-		as, err = e.runBatch(ctx, batch)
+		as, err = cm.runBatch(ctx, batch)
 	}
 	children := 0
 	switch {
 	case plan == nil:
 	case err == nil:
-		children = e.startChildren(batch, plan, as)
+		children = cm.startChildren(batch, plan, as)
 	default:
-		e.dropChildren(batch, plan, err)
+		cm.dropChildren(batch, plan, err)
 	}
-	e.hooks.commitDone(ctx, start, len(batch), children, &err)
+	cm.hooks.commitDone(ctx, start, len(batch), children, &err)
 	for _, p := range batch {
 		p.done <- err
 	}
 }
 
 // runBatch commits batch in one statement, and says what became of each poll.
-func (e *Executor) runBatch(ctx context.Context, batch []*pendingCommit) (map[tasks.ID]committedAs, error) {
-	args, err := e.commitArgs(batch)
+func (cm *committer) runBatch(ctx context.Context, batch []*pendingCommit) (map[tasks.ID]committedAs, error) {
+	args, err := cm.commitArgs(batch)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.HeartbeatTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cm.cfg.HeartbeatTimeout)
 	defer cancel()
-	rows, err := e.pool.Query(ctx, commitSQL, args...)
+	rows, err := cm.pool.Query(ctx, query.CommitPolls, args)
 	if err != nil {
 		return nil, fmt.Errorf("commit %d polls: %w", len(batch), dberr.Translate(err))
 	}
@@ -188,7 +223,7 @@ func (e *Executor) runBatch(ctx context.Context, batch []*pendingCommit) (map[ta
 		return nil, fmt.Errorf("commit %d polls: %w", len(batch), dberr.Translate(err))
 	}
 	for _, p := range batch {
-		e.logCommitted(ctx, p.c, p.out, as[p.c.id], p.history)
+		cm.logCommitted(ctx, p.c, p.out, as[p.c.id], p.history)
 	}
 	return as, nil
 }
@@ -213,39 +248,52 @@ type effectsJSON struct {
 	Send  []sendJSON  `json:"send,omitempty"`
 }
 
-// commitArgs builds the arguments of commitSQL for a batch of polls.
-func (e *Executor) commitArgs(batch []*pendingCommit) ([]any, error) {
-	n := len(batch)
-	var (
-		ids     = make([]tasks.ID, n)
-		claims  = make([]pgtype.UUID, n)
-		states  = make([][]byte, n)
-		taken   = make([]int32, n)
-		popFrom = make([]*int64, n)
-		popTo   = make([]*int64, n)
-		actions = make([]string, n)
-		sleeps  = make([]float64, n)
-		ats     = make([]*time.Time, n)
-		results = make([][]byte, n)
-		effects = make([][]byte, n)
-		history = make([]int16, n)
-		// The parents, as claimed: the commit locks those it tells of an
-		// end without looking them up.
-		parents = make([]pgtype.UUID, n)
-		// The executor that claims the children with a claim token.
-		claimedBy pgtype.UUID
-	)
+// commitRow is one poll's entries in the arrays commit_polls takes (see
+// query.CommitPolls), named as its parameters are.
+type commitRow struct {
+	task    tasks.ID
+	claim   pgtype.UUID
+	state   []byte
+	taken   int32
+	popFrom *int64
+	popTo   *int64
+	action  string
+	sleep   float64
+	at      *time.Time
+	result  []byte
+	effects []byte
+	history int16
+	// The parent, as claimed: the commit locks those it tells of an end
+	// without looking them up.
+	parent pgtype.UUID
+}
+
+// column is one array argument of commit_polls: f of every row.
+func column[T any](rows []commitRow, f func(*commitRow) T) []T {
+	out := make([]T, len(rows))
+	for i := range rows {
+		out[i] = f(&rows[i])
+	}
+	return out
+}
+
+// commitArgs builds the arguments of query.CommitPolls for a batch of polls.
+func (cm *committer) commitArgs(batch []*pendingCommit) (pgx.NamedArgs, error) {
+	rows := make([]commitRow, len(batch))
+	// The executor that claims the children with a claim token.
+	var claimedBy pgtype.UUID
 	for i, p := range batch {
 		c, out := p.c, p.out
-		ids[i], claims[i], history[i] = c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, p.history
-		parents[i] = pgtype.UUID{Bytes: c.parent, Valid: !c.parent.IsZero()}
-		states[i], taken[i], actions[i] = out.state, int32(out.taken), out.action.sqlName()
+		r := &rows[i]
+		r.task, r.claim, r.history = c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, p.history
+		r.parent = pgtype.UUID{Bytes: c.parent, Valid: !c.parent.IsZero()}
+		r.state, r.taken, r.action = out.state, int32(out.taken), out.action.sqlName()
 		if out.taken > 0 {
-			popFrom[i], popTo[i] = &batch[i].out.popFrom, &batch[i].out.popTo
+			r.popFrom, r.popTo = &out.popFrom, &out.popTo
 		}
-		sleeps[i], results[i] = out.action.sleep.Seconds(), out.result
+		r.sleep, r.result = out.action.sleep.Seconds(), out.result
 		if out.action.kind == actUntil {
-			ats[i] = &batch[i].out.action.at
+			r.at = &out.action.at
 		}
 		if len(out.spawns) == 0 && len(out.sends) == 0 {
 			continue
@@ -257,7 +305,7 @@ func (e *Executor) commitArgs(batch []*pendingCommit) ([]any, error) {
 			sp := spawnJSON{ID: s.ID.UUID(), Type: s.Type, State: st, Msg: m, Trace: out.trace}
 			if p.childClaims != nil && p.childClaims[j] != ([16]byte{}) {
 				sp.Claim = tasks.ID(p.childClaims[j]).UUID()
-				claimedBy = pgtype.UUID{Bytes: e.id, Valid: true}
+				claimedBy = pgtype.UUID{Bytes: cm.id, Valid: true}
 			}
 			eff.Spawn = append(eff.Spawn, sp)
 		}
@@ -268,9 +316,25 @@ func (e *Executor) commitArgs(batch []*pendingCommit) ([]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("task %s: encode effects: %w", c.id, err)
 		}
-		effects[i] = b
+		r.effects = b
 	}
-	return []any{ids, claims, states, taken, actions, sleeps, ats, results, effects, history,
-		e.cfg.HistoryKeepFirst, e.cfg.HistoryKeepLast, parents, claimedBy, e.cfg.HeartbeatTimeout.Seconds(),
-		popFrom, popTo}, nil
+	return pgx.NamedArgs{
+		"tasks":      column(rows, func(r *commitRow) tasks.ID { return r.task }),
+		"claims":     column(rows, func(r *commitRow) pgtype.UUID { return r.claim }),
+		"states":     column(rows, func(r *commitRow) []byte { return r.state }),
+		"taken":      column(rows, func(r *commitRow) int32 { return r.taken }),
+		"actions":    column(rows, func(r *commitRow) string { return r.action }),
+		"sleeps":     column(rows, func(r *commitRow) float64 { return r.sleep }),
+		"ats":        column(rows, func(r *commitRow) *time.Time { return r.at }),
+		"results":    column(rows, func(r *commitRow) []byte { return r.result }),
+		"effects":    column(rows, func(r *commitRow) []byte { return r.effects }),
+		"history":    column(rows, func(r *commitRow) int16 { return r.history }),
+		"keep_first": cm.cfg.HistoryKeepFirst,
+		"keep_last":  cm.cfg.HistoryKeepLast,
+		"parents":    column(rows, func(r *commitRow) pgtype.UUID { return r.parent }),
+		"claimed_by": claimedBy,
+		"claim_secs": cm.cfg.HeartbeatTimeout.Seconds(),
+		"pop_from":   column(rows, func(r *commitRow) *int64 { return r.popFrom }),
+		"pop_to":     column(rows, func(r *commitRow) *int64 { return r.popTo }),
+	}, nil
 }

@@ -3,12 +3,14 @@ package executor
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -27,65 +29,59 @@ type claimRequest struct {
 	polling []tasks.ID
 }
 
-// claimsPerSlot bounds the claims an executor holds, in units of
-// Concurrency: Concurrency polls running, and up to claimsPerSlot-1 times
-// as many more whose polls have returned and wait for their batch to commit
-// (settling). The keeper renews them all. While one batch commits, the polls
-// that finish form the next, and the claims the settling ones hold are what
-// lets the claim loop keep the slots full meanwhile: with room for
-// Concurrency settling polls only, the claim loop of a busy executor waited
-// for commits, and both its claims and its batches were smaller (see
-// docs/benchmarks.md: 4 against 2 gave oneshot 7 – 11% and tree 4 – 8%).
-const claimsPerSlot = 4
+// claimer claims tasks: it turns the free slots into a claim request, runs
+// the claim statement, keeps the floors its searches start from (see
+// readyFloors), and ends as failed the tasks taken over once too often.
+// The claim loop (Run's own goroutine) and PollOnce ask it; its mutex
+// guards lastStaleCheck, and the floors have their own.
+type claimer struct {
+	*env
+	slots  *slots
+	floors readyFloors
 
-// claimRoom is how many more claims the executor may hold. e.mu is held.
-func (e *Executor) claimRoom() int {
-	return claimsPerSlot*e.cfg.Concurrency - len(e.inflight) - e.reserved
+	mu sync.Mutex
+	// lastStaleCheck is when a claim last looked for stale claims.
+	lastStaleCheck time.Time
+}
+
+func newClaimer(v *env, s *slots) *claimer {
+	return &claimer{env: v, slots: s, floors: readyFloors{at: map[string]time.Time{}}}
 }
 
 // request computes what the next claim may take from the free slots.
-func (e *Executor) request() claimRequest {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	// Tasks claimed earlier that wait for a slot (see start) go first.
-	r := claimRequest{total: min(e.cfg.Concurrency-e.polling-len(e.waiting), e.claimRoom())}
-	if r.total <= 0 {
-		return claimRequest{}
-	}
-	for typ, h := range e.handlers {
-		opts := h.options()
-		limit := opts.concurrency
-		if limit == 0 {
-			r.open = append(r.open, string(typ))
-			r.all, r.window = append(r.all, string(typ)), append(r.window, int32(opts.window()))
-			continue
-		}
-		if free := limit - e.perType[typ] - e.waitingPerType[typ]; free > 0 {
-			r.capped = append(r.capped, string(typ))
-			r.caps = append(r.caps, int32(min(free, r.total)))
-			r.all, r.window = append(r.all, string(typ)), append(r.window, int32(opts.window()))
-		}
-	}
-	if len(r.all) == 0 {
-		return claimRequest{}
+func (cl *claimer) request() claimRequest {
+	r := cl.slots.request()
+	if r.total == 0 {
+		return r
 	}
 	// Stale claims are rare (a crashed or stalled executor) and looking for
 	// them scans the index of running tasks, so it is done once per
 	// PollInterval rather than at every claim.
-	if now := time.Now(); now.Sub(e.lastStaleCheck) >= e.cfg.PollInterval {
-		r.stale, e.lastStaleCheck = true, now
-		for id, f := range e.inflight {
-			if !f.settling {
-				r.polling = append(r.polling, id)
-			}
-		}
+	cl.mu.Lock()
+	now := time.Now()
+	due := now.Sub(cl.lastStaleCheck) >= cl.cfg.PollInterval
+	if due {
+		cl.lastStaleCheck = now
+	}
+	cl.mu.Unlock()
+	if due {
+		r.stale, r.polling = true, cl.slots.running()
 	}
 	return r
 }
 
+// claimStatement is the claim statement: with the search for stale claims
+// when stale (see query.ClaimReady and query.ClaimReadyOrStale).
+func claimStatement(stale bool) string {
+	if stale {
+		return query.ClaimReadyOrStale
+	}
+	return query.ClaimReady
+}
+
 // claim claims what req allows, and returns the claimed tasks to poll and
 // the earliest future wake_at (zero if none is known). The claim runs in its
-// own transaction on its generic plan (see genericPlan); its statements go
+// own transaction on its generic plan (see query.ClaimSettings); its statements go
 // to the server as one pipeline, so the claim costs a single round trip.
 // It reads the ready tasks from the oldest (a full claim), or from the
 // floors of readyFloors, and counts the entries of the ready index it walks
@@ -94,20 +90,20 @@ func (e *Executor) request() claimRequest {
 // A task taken over from an executor that stopped renewing its claim has had
 // that attempt counted; one that thereby reached its type's MaxFailures is
 // ended as failed here, not polled.
-func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, time.Time, error) {
-	floors := &e.floors
+func (cl *claimer) claim(ctx context.Context, req claimRequest) ([]*claimed, time.Time, error) {
+	floors := &cl.floors
 	at := time.Now()
-	from, staleFrom, full, count := floors.from(req, e.cfg.PollInterval, at)
+	from, staleFrom, full, count := floors.from(req, cl.cfg.PollInterval, at)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(genericPlan)
+	b.Queue(query.ClaimSettings)
 	if count {
-		b.Queue(readyEntriesWalked)
+		b.Queue(query.ClaimReadyEntriesWalked)
 	}
-	b.Queue(claimSQL[req.stale], req.open, req.total, req.capped, req.caps,
-		e.cfg.HeartbeatTimeout.Seconds(), req.all, e.id, req.polling, req.window, from, staleFrom)
+	b.Queue(claimStatement(req.stale), req.open, req.total, req.capped, req.caps,
+		cl.cfg.HeartbeatTimeout.Seconds(), req.all, cl.id, req.polling, req.window, from, staleFrom)
 	if count {
-		b.Queue(readyEntriesWalked)
+		b.Queue(query.ClaimReadyEntriesWalked)
 	}
 	b.Queue("COMMIT")
 	// Once sent, the claim is not canceled with ctx (Run stopping): one
@@ -115,13 +111,13 @@ func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	// no executor knows it holds, unpolled until their claims expire. It is
 	// bounded by the heartbeat timeout instead, when they would expire
 	// anyway. Waiting for a connection still ends with ctx.
-	conn, err := e.pool.Acquire(ctx)
+	conn, err := cl.pool.Acquire(ctx)
 	if err != nil {
-		e.hooks.claimDone(ctx, at, &req, 0, err)
+		cl.hooks.claimDone(ctx, at, &req, 0, err)
 		return nil, time.Time{}, fmt.Errorf("claim: %w", err)
 	}
 	defer conn.Release()
-	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.HeartbeatTimeout)
+	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cl.cfg.HeartbeatTimeout)
 	defer cancel()
 	sent := time.Now()
 	br := conn.SendBatch(sendCtx, b)
@@ -132,51 +128,49 @@ func (e *Executor) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	// the session before its last reply) must not leave tasks claimed that
 	// no executor polls until their claims expire.
 	_ = br.Close()
-	e.hooks.claimDone(ctx, at, &req, len(res.claimed), err)
+	cl.hooks.claimDone(ctx, at, &req, len(res.claimed), err)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: %w", dberr.Translate(err))
 	}
 	switch floors.settle(req, res, full, count, at, took) {
 	case floorModeStarted:
-		e.log.Warn("corotask: claims walk index entries of ended tasks that no scan can mark dead, most likely because a transaction is held open; claims now start from the oldest ready task they last saw",
+		cl.log.Warn("corotask: claims walk index entries of ended tasks that no scan can mark dead, most likely because a transaction is held open; claims now start from the oldest ready task they last saw",
 			"entries", res.walked)
 	case floorModeEnded:
-		e.log.Info("corotask: claims read from the oldest ready task again")
+		cl.log.Info("corotask: claims read from the oldest ready task again")
 	}
 	out := res.claimed
 	poll := out[:0]
 	for i, c := range out {
-		if !res.takenOver[i] || !e.exhausted(c) {
+		if !res.takenOver[i] || !cl.exhausted(c) {
 			poll = append(poll, c)
 			continue
 		}
-		if err := e.failClaimed(sendCtx, c); err != nil {
+		if err := cl.failClaimed(sendCtx, c); err != nil {
 			// The claim is held: it expires, and the next takeover tries again.
-			e.log.Error("corotask: end task whose polls keep stopping executors", "task", c.id, "type", c.typ, "error", err)
+			cl.log.Error("corotask: end task whose polls keep stopping executors", "task", c.id, "type", c.typ, "error", err)
 		}
 	}
 	return poll, res.next, nil
 }
 
 // exhausted reports whether c has failed as many times as its type allows.
-func (e *Executor) exhausted(c *claimed) bool {
-	e.mu.Lock()
-	h := e.handlers[c.typ]
-	e.mu.Unlock()
+func (cl *claimer) exhausted(c *claimed) bool {
+	h, _ := cl.pollers.get(c.typ)
 	limit := h.options().maxFailures
 	return limit > 0 && c.failures >= limit
 }
 
 // failClaimed ends c as failed, without polling it, and tells its parent.
-func (e *Executor) failClaimed(ctx context.Context, c *claimed) error {
+func (cl *claimer) failClaimed(ctx context.Context, c *claimed) error {
 	var ok bool
-	if err := e.pool.QueryRow(ctx, `SELECT corotask.fail_claimed($1, $2)`, c.id, pgtype.UUID{Bytes: c.claim, Valid: true}).Scan(&ok); err != nil {
-		e.schemaFault(err)
+	if err := cl.pool.QueryRow(ctx, query.ClaimFail, c.id, pgtype.UUID{Bytes: c.claim, Valid: true}).Scan(&ok); err != nil {
+		cl.schema.fault(err)
 		return dberr.Translate(err)
 	}
 	if ok {
-		e.log.Error("corotask: task failed for good: its polls stopped executors too many times", "task", c.id, "type", c.typ,
-			"failures", c.failures, "error", takeoverError)
+		cl.log.Error("corotask: task failed for good: its polls stopped executors too many times", "task", c.id, "type", c.typ,
+			"failures", c.failures, "error", query.ClaimTakeoverError)
 	}
 	return nil
 }

@@ -20,29 +20,29 @@ func TestClaimsHeldAreBounded(t *testing.T) {
 		return Done(), nil
 	}))
 	settle := func(n int) {
-		e.mu.Lock()
-		defer e.mu.Unlock()
+		e.slots.mu.Lock()
+		defer e.slots.mu.Unlock()
 		for range n {
-			e.inflight[tasks.NewID()] = &flight{settling: true}
+			e.slots.inflight[tasks.NewID()] = &flight{settling: true}
 		}
 	}
-	require.Equal(t, 2, e.request().total, "nothing held: every slot")
+	require.Equal(t, 2, e.claimer.request().total, "nothing held: every slot")
 
 	settle(claimsPerSlot*2 - 3)
-	require.Equal(t, 2, e.request().total, "settling polls hold no slot")
+	require.Equal(t, 2, e.claimer.request().total, "settling polls hold no slot")
 
 	settle(2)
-	require.Equal(t, 1, e.request().total, "one claim short of the bound")
+	require.Equal(t, 1, e.claimer.request().total, "one claim short of the bound")
 
-	e.mu.Lock()
-	e.reserved = 1 // a child's slot, reserved for a batch in flight
-	e.mu.Unlock()
-	require.Zero(t, e.request().total, "at the bound")
+	e.slots.mu.Lock()
+	e.slots.reserved = 1 // a child's slot, reserved for a batch in flight
+	e.slots.mu.Unlock()
+	require.Zero(t, e.claimer.request().total, "at the bound")
 
-	e.mu.Lock()
-	e.reserved = 0
-	e.inflight = map[tasks.ID]*flight{}
-	e.polling = 2
-	e.mu.Unlock()
-	require.Zero(t, e.request().total, "every slot polling, whatever the room for claims")
+	e.slots.mu.Lock()
+	e.slots.reserved = 0
+	e.slots.inflight = map[tasks.ID]*flight{}
+	e.slots.polling = 2
+	e.slots.mu.Unlock()
+	require.Zero(t, e.claimer.request().total, "every slot polling, whatever the room for claims")
 }

@@ -26,16 +26,17 @@ import (
 // A claim may therefore start from a floor per type: a wake_at that no ready
 // task of the type is older than, the late ones below aside. Each claim
 // returns the next floors: the oldest ready task of each type in its
-// snapshot (locked or not), but no later than floorMargin before its now().
+// snapshot (locked or not), but no later than the floor margin (a second, see query.ClaimReady)
+// before its now().
 // A task made ready after that snapshot is above that floor when its
 // wake_at is in the future, or is the now() of a transaction that began
-// less than floorMargin before the claim (a new task, Yield, Sleep, a
+// less than the floor margin before the claim (a new task, Yield, Sleep, a
 // backoff, a message to a suspended task). It is late (below) when its
 // transaction began earlier than that, or when it gets an older wake_at: a
 // released claim keeps the task's wake_at, and so do SleepUntil a past time
 // and a task created with a past WakeAt. A full claim, which reads every
 // type from its oldest ready task, finds late tasks. The search for stale
-// claims has a floor too (see nextStaleFloor); a claim's expiry is only ever
+// claims has a floor too (see query.ClaimReadyOrStale); a claim's expiry is only ever
 // set to now() plus a HeartbeatTimeout, and only one set back by hand lands
 // below it.
 //

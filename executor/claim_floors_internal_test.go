@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
@@ -61,13 +62,13 @@ func enterFloorMode(t *testing.T, e *Executor, db *pgxpool.Pool) claimRequest {
 	t.Helper()
 	holdHorizon(t, db)
 	endTasks(t, db, "job", 5000)
-	req := e.request()
+	req := e.claimer.request()
 	require.True(t, req.stale, "the first claim looks for stale claims")
 	require.Empty(t, claimIDs(t, e, req))
-	require.False(t, (&e.floors).on, "one claim that walked many entries")
+	require.False(t, (&e.claimer.floors).on, "one claim that walked many entries")
 	req.stale = false
 	require.Empty(t, claimIDs(t, e, req))
-	require.True(t, (&e.floors).on, "two claims in a row that walked many entries")
+	require.True(t, (&e.claimer.floors).on, "two claims in a row that walked many entries")
 	return req
 }
 
@@ -84,7 +85,7 @@ func floorTestExecutor(t *testing.T, db *pgxpool.Pool) *Executor {
 // claimIDs runs e's claim of req, and returns the IDs it claimed, in order.
 func claimIDs(t *testing.T, e *Executor, req claimRequest) []tasks.ID {
 	t.Helper()
-	got, _, err := e.claim(context.Background(), req)
+	got, _, err := e.claimer.claim(context.Background(), req)
 	require.NoError(t, err)
 	ids := make([]tasks.ID, len(got))
 	for i, c := range got {
@@ -103,12 +104,12 @@ func trialClaim(t *testing.T, db *pgxpool.Pool, e *Executor, req claimRequest, f
 	const walked = `SELECT pg_stat_get_xact_tuples_returned('corotask.tasks_ready_idx'::regclass),
 		pg_stat_get_xact_tuples_returned('corotask.tasks_running_idx'::regclass)`
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, genericPlan)
+		_, err := tx.Exec(ctx, query.ClaimSettings)
 		require.NoError(t, err)
 		var ready0, running0 int64
 		require.NoError(t, tx.QueryRow(ctx, walked).Scan(&ready0, &running0))
-		rows, err := tx.Query(ctx, claimSQL[req.stale], req.open, req.total, req.capped, req.caps,
-			e.cfg.HeartbeatTimeout.Seconds(), req.all, e.id, req.polling, req.window, floors, staleFloor)
+		rows, err := tx.Query(ctx, claimStatement(req.stale), req.open, req.total, req.capped, req.caps,
+			e.env.cfg.HeartbeatTimeout.Seconds(), req.all, e.env.id, req.polling, req.window, floors, staleFloor)
 		require.NoError(t, err)
 		for rows.Next() {
 			v, err := rows.Values()
@@ -151,10 +152,10 @@ func TestFloorsSkipTheEntriesAHeldHorizonKeeps(t *testing.T) {
 	// The first claim in floor mode reads from the oldest entry, and learns
 	// the floor.
 	first := create(t, db, 3)
-	req = e.request()
+	req = e.claimer.request()
 	require.False(t, req.stale)
 	require.Equal(t, first, claimIDs(t, e, req))
-	f := (&e.floors)
+	f := (&e.claimer.floors)
 	f.mu.Lock()
 	floor, ok := f.at["job"]
 	f.mu.Unlock()
@@ -239,7 +240,7 @@ func TestFullClaimFindsTasksBelowTheFloor(t *testing.T) {
 	late, err := tasks.Create(context.Background(), db, tasks.Spec{Type: "job", WakeAt: time.Now().Add(-time.Hour)})
 	require.NoError(t, err)
 	require.Empty(t, claimIDs(t, e, req), "below the floor")
-	f := (&e.floors)
+	f := (&e.claimer.floors)
 	f.mu.Lock()
 	f.lastFull = time.Time{} // a full claim is due
 	f.mu.Unlock()

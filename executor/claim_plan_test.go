@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
@@ -30,9 +31,9 @@ func TestClaimDoesNotReadOtherTypes(t *testing.T) {
 
 	for _, stale := range []bool{false, true} {
 		err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, genericPlan)
+			_, err := tx.Exec(ctx, query.ClaimSettings)
 			require.NoError(t, err)
-			_, err = tx.Exec(ctx, "PREPARE claim("+claimParams+") AS "+claimSQL[stale])
+			_, err = tx.Exec(ctx, "PREPARE claim("+query.ClaimParams+") AS "+claimStatement(stale))
 			require.NoError(t, err)
 			defer tx.Exec(ctx, "DEALLOCATE claim") //nolint:errcheck
 			var out []byte

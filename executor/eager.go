@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -33,7 +34,7 @@ import (
 //
 // A claim in flight counted the free slots before it ran; if a batch took
 // some for its children meanwhile, the claimed tasks that no longer fit wait
-// for a slot, their claims renewed (see Executor.start).
+// for a slot, their claims renewed (see slots.take).
 
 // eagerChild is a child a batch's commit creates claimed by this executor.
 type eagerChild struct {
@@ -49,63 +50,42 @@ type eagerPlan struct {
 }
 
 // reserveChildren picks the children of batch to create claimed, reserves
-// a slot for each, and marks their spawns with claim tokens (see commitArgs).
-// It returns nil when there are none.
-func (e *Executor) reserveChildren(batch []*pendingCommit) *eagerPlan {
-	if e.cfg.DisableEagerChildren || !spawnsAny(batch) {
+// a slot for each (see slots.reserve), and marks their spawns with claim
+// tokens (see commitArgs). It returns nil when there are none.
+func (cm *committer) reserveChildren(batch []*pendingCommit) *eagerPlan {
+	if cm.cfg.DisableEagerChildren || !spawnsAny(batch) {
 		return nil
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.stopping || e.pollBase == nil {
-		return nil
-	}
-	// The batch's own polls leave the executor's claims when it commits, so
-	// their children may take their places.
-	// Tasks claimed earlier that wait for a slot go first.
-	free := min(e.cfg.Concurrency-e.polling-len(e.waiting), e.claimRoom()+len(batch))
 	var plan *eagerPlan
-	for i, p := range batch {
-		var sentTo map[tasks.ID]bool // the poll's recipients, once needed
-		for j, s := range p.out.spawns {
-			if free <= 0 {
-				return plan
+	cm.slots.reserve(len(batch), func(take func(tasks.Type) bool) {
+		for i, p := range batch {
+			var sentTo map[tasks.ID]bool // the poll's recipients, once needed
+			for j, s := range p.out.spawns {
+				// A child with a message has its envelope stamped by the
+				// database: it is claimed as usual, and polled as stored.
+				if m, _ := s.Message.([]byte); len(m) > 0 {
+					continue
+				}
+				// A child the poll also sends a message to would find it in
+				// inbox_next, not inbox, on its first poll (it is running when
+				// the message is delivered): it is claimed as usual.
+				if sentTo == nil && len(p.out.sends) > 0 {
+					sentTo = recipients(p.out)
+				}
+				if sentTo[s.ID] || !take(s.Type) {
+					continue
+				}
+				if plan == nil {
+					plan = &eagerPlan{}
+				}
+				if p.childClaims == nil {
+					p.childClaims = make([][16]byte, len(p.out.spawns))
+				}
+				_, _ = rand.Read(p.childClaims[j][:])
+				plan.children = append(plan.children, eagerChild{poll: i, spawn: j})
 			}
-			// A child with a message has its envelope stamped by the
-			// database: it is claimed as usual, and polled as stored.
-			if m, _ := s.Message.([]byte); len(m) > 0 {
-				continue
-			}
-			h, ok := e.handlers[s.Type]
-			if !ok {
-				continue
-			}
-			if limit := h.options().concurrency; limit > 0 && e.perType[s.Type]+e.waitingPerType[s.Type] >= limit {
-				continue
-			}
-			// A child the poll also sends a message to would find it in
-			// inbox_next, not inbox, on its first poll (it is running when
-			// the message is delivered): it is claimed as usual.
-			if sentTo == nil && len(p.out.sends) > 0 {
-				sentTo = recipients(p.out)
-			}
-			if sentTo[s.ID] {
-				continue
-			}
-			if plan == nil {
-				plan = &eagerPlan{}
-			}
-			if p.childClaims == nil {
-				p.childClaims = make([][16]byte, len(p.out.spawns))
-			}
-			_, _ = rand.Read(p.childClaims[j][:])
-			plan.children = append(plan.children, eagerChild{poll: i, spawn: j})
-			e.polling++
-			e.perType[s.Type]++
-			e.reserved++
-			free--
 		}
-	}
+	})
 	return plan
 }
 
@@ -131,7 +111,7 @@ func spawnsAny(batch []*pendingCommit) bool {
 // batch kept (as), and gives back the slots of the others. It returns how
 // many children the batch created claimed (all given back when the executor
 // is stopping).
-func (e *Executor) startChildren(batch []*pendingCommit, plan *eagerPlan, as map[tasks.ID]committedAs) int {
+func (cm *committer) startChildren(batch []*pendingCommit, plan *eagerPlan, as map[tasks.ID]committedAs) int {
 	var cs []*claimed
 	traces := map[int][]byte{}
 	for _, k := range plan.children {
@@ -149,35 +129,24 @@ func (e *Executor) startChildren(batch []*pendingCommit, plan *eagerPlan, as map
 		cs = append(cs, &claimed{id: s.ID, typ: s.Type, parent: p.c.id, state: st, claim: p.childClaims[k.spawn],
 			attempt: 1, claimedAt: plan.at, trace: tr})
 	}
-	e.mu.Lock()
-	for _, k := range plan.children {
-		typ := batch[k.poll].out.spawns[k.spawn].Type
-		e.polling--
-		e.perType[typ]--
-		e.reserved--
-	}
-	stopping := e.stopping
-	fs := make([]*flight, 0, len(cs))
-	if !stopping {
-		for _, c := range cs {
-			fs = append(fs, e.admit(e.pollBase, c))
-		}
+	types := make([]tasks.Type, len(plan.children))
+	for i, k := range plan.children {
+		types[i] = batch[k.poll].out.spawns[k.spawn].Type
 	}
 	// The slots of children not created go to tasks waiting for one.
-	run, gone := e.takeWaiting()
-	e.mu.Unlock()
+	fs, stopping, run, gone := cm.slots.unreserve(types, cs)
 	if stopping && len(cs) > 0 {
-		e.giveBack(cs, 0)
+		cm.giveBack(cs, 0)
 	}
-	// Run may be waiting for the polls by now: adding to e.polls is still
+	// Run may be waiting for the polls by now: adding to polls.wg is still
 	// safe, as the spawning polls are counted there until this batch tells
 	// them it has committed.
 	for _, f := range fs {
-		e.launch(f)
+		cm.polls.launch(f)
 	}
-	e.startWaiting(run, gone)
+	cm.polls.startWaiting(run, gone)
 	if len(fs) < len(plan.children) {
-		e.signal() // slots given back
+		cm.signal() // slots given back
 	}
 	return len(cs)
 }
@@ -189,8 +158,8 @@ func (e *Executor) startChildren(batch []*pendingCommit, plan *eagerPlan, as map
 // the children claimed by this executor, which will not poll them: their
 // claims are released (see releaseChildren), so that they are ready at once
 // rather than taken over, a failure counted, when their claims expire.
-func (e *Executor) dropChildren(batch []*pendingCommit, plan *eagerPlan, err error) {
-	e.startChildren(batch, plan, nil)
+func (cm *committer) dropChildren(batch []*pendingCommit, plan *eagerPlan, err error) {
+	cm.startChildren(batch, plan, nil)
 	var pgErr *pgconn.PgError
 	if pgconn.SafeToRetry(err) || errors.As(err, &pgErr) && pgErr.Severity == "ERROR" {
 		return // not sent, or refused by the server
@@ -206,9 +175,9 @@ func (e *Executor) dropChildren(batch []*pendingCommit, plan *eagerPlan, err err
 		}
 	}
 	// In the background, as the server may be unreachable.
-	e.background(func() {
-		if err := e.releaseChildren(parents, cs); err != nil {
-			e.log.Warn("corotask: could not release the children of a commit that may have created them; they are taken over when their claims expire",
+	cm.polls.background(func() {
+		if err := cm.releaseChildren(parents, cs); err != nil {
+			cm.log.Warn("corotask: could not release the children of a commit that may have created them; they are taken over when their claims expire",
 				"children", len(cs), "error", err)
 		}
 	})
@@ -220,21 +189,20 @@ func (e *Executor) dropChildren(batch []*pendingCommit, plan *eagerPlan, err err
 // client gone) is waited for, and the release then sees its children. (One
 // that has not reached its parents yet commits after the release, and its
 // children are taken over when their claims expire.)
-func (e *Executor) releaseChildren(parents []tasks.ID, cs []*claimed) error {
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.HeartbeatTimeout)
+func (cm *committer) releaseChildren(parents []tasks.ID, cs []*claimed) error {
+	ctx, cancel := context.WithTimeout(context.Background(), cm.cfg.HeartbeatTimeout)
 	defer cancel()
 	ids, tokens := claimArgs(cs)
 	var n int
-	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM corotask.tasks WHERE task_id = ANY ($1)
-			ORDER BY task_id FOR UPDATE`, parents); err != nil {
+	err := pgx.BeginFunc(ctx, cm.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, query.ReleaseLockParents, parents); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `SELECT corotask.release_claims($1, $2, '0')`, ids, tokens).Scan(&n)
+		return tx.QueryRow(ctx, query.ReleaseChildren, ids, tokens).Scan(&n)
 	})
 	if err != nil {
 		return fmt.Errorf("release %d children: %w", len(cs), dberr.Translate(err))
 	}
-	e.log.Info("corotask: released the children of a commit whose reply was lost", "children", n)
+	cm.log.Info("corotask: released the children of a commit whose reply was lost", "children", n)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
@@ -27,9 +28,9 @@ func TestChildrenOfALostReplyAreReleased(t *testing.T) {
 			Register(e, "child", PollerFunc[any, any](func(context.Context, *Task[any, any]) (Action, error) {
 				return Done(), nil
 			}))
-			e.mu.Lock()
-			e.pollBase = ctx
-			e.mu.Unlock()
+			e.slots.mu.Lock()
+			e.slots.pollBase = ctx
+			e.slots.mu.Unlock()
 
 			parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "root"})
 			require.NoError(t, err)
@@ -38,15 +39,15 @@ func TestChildrenOfALostReplyAreReleased(t *testing.T) {
 			out := &outcome{state: []byte("null"), action: AwaitChildren()}
 			out.spawns = []tasks.Spec{{ID: child, Type: "child", State: []byte("null")}}
 			batch := []*pendingCommit{{c: &claimed{id: parent, typ: "root", claim: claim, attempt: 1}, out: out, history: 1}}
-			plan := e.reserveChildren(batch)
+			plan := e.committer.reserveChildren(batch)
 			require.NotNil(t, plan)
-			args, err := e.commitArgs(batch)
+			args, err := e.committer.commitArgs(batch)
 			require.NoError(t, err)
 
 			tx, err := db.Begin(ctx)
 			require.NoError(t, err)
 			defer func() { _ = tx.Rollback(ctx) }()
-			rows, err := tx.Query(ctx, commitSQL, args...)
+			rows, err := tx.Query(ctx, query.CommitPolls, args)
 			require.NoError(t, err)
 			rows.Close()
 			require.NoError(t, rows.Err())
@@ -54,7 +55,7 @@ func TestChildrenOfALostReplyAreReleased(t *testing.T) {
 				require.NoError(t, tx.Commit(ctx))
 			}
 
-			e.dropChildren(batch, plan, io.ErrUnexpectedEOF) // the reply was lost
+			e.committer.dropChildren(batch, plan, io.ErrUnexpectedEOF) // the reply was lost
 			if name == "still running" {
 				require.Eventually(t, func() bool {
 					var waiting int
@@ -64,18 +65,18 @@ func TestChildrenOfALostReplyAreReleased(t *testing.T) {
 				}, testdb.Patience, 10*time.Millisecond, "the release waits for the batch's lock on the parent")
 				require.NoError(t, tx.Commit(ctx))
 			}
-			e.polls.Wait()
+			e.polls.wg.Wait()
 
 			c, err := tasks.Get(ctx, db, child)
 			require.NoError(t, err, "the batch created the child")
 			require.NotEqual(t, tasks.StatusRunning, c.Status, "its claim was released")
 			require.True(t, c.ClaimedBy.IsZero())
 			require.Zero(t, c.Failures)
-			e.mu.Lock()
-			require.Zero(t, e.polling)
-			require.Zero(t, e.reserved)
-			require.Zero(t, e.perType["child"])
-			e.mu.Unlock()
+			e.slots.mu.Lock()
+			require.Zero(t, e.slots.polling)
+			require.Zero(t, e.slots.reserved)
+			require.Zero(t, e.slots.perType["child"])
+			e.slots.mu.Unlock()
 		})
 	}
 }

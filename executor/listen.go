@@ -3,10 +3,14 @@ package executor
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/corotask/corotask/internal/query"
 
 	"github.com/corotask/corotask/tasks"
 )
@@ -21,6 +25,19 @@ const listenHeld = 50 * time.Millisecond
 // works, and is there before the reply to the statement that follows it.
 const listenProbeTimeout = 30 * time.Second
 
+// listener holds the LISTEN connection (see run), in a goroutine of its own
+// (a service of Run's). It owns that connection and ready, which it closes
+// once LISTEN is first in place; it wakes the claim loop, and has the polls
+// cancel the poll of a canceled task.
+type listener struct {
+	*env
+	polls *polls
+	// ready is closed once LISTEN is in place, so that the first claim
+	// misses no notification.
+	ready chan struct{}
+	once  sync.Once
+}
+
 // checkListen makes sure, at Run start, that a notification sent through the
 // pool reaches a connection that LISTENs, as the executor's notifications
 // must: behind a pooler in transaction or statement mode (PgBouncer), LISTEN
@@ -29,29 +46,29 @@ const listenProbeTimeout = 30 * time.Second
 // nowhere. It listens on a channel of its own, so that no other executor's
 // probe is heard. What it cannot find out (the database is down) is logged
 // and left to the listen loop's retries.
-func (e *Executor) checkListen(ctx context.Context, timeout time.Duration) error {
-	heard, err := probeListen(ctx, e.pool, timeout)
+func checkListen(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, timeout time.Duration) error {
+	heard, err := probeListen(ctx, pool, timeout)
 	switch {
 	case err == nil && !heard:
 		return fmt.Errorf("executor: %w: a notification sent through the pool did not arrive within %s; behind PgBouncer in transaction mode set Config.DisableListen", ErrListenUnreachable, timeout)
 	case err != nil && ctx.Err() != nil:
 		return nil // Run is stopping already
 	case err != nil:
-		e.log.Warn("corotask: could not check that LISTEN/NOTIFY reaches this executor; going on", "error", err)
+		log.Warn("corotask: could not check that LISTEN/NOTIFY reaches this executor; going on", "error", err)
 	}
 	return nil
 }
 
-// listen holds one connection that LISTENs for ready tasks (corotask_ready,
+// run holds one connection that LISTENs for ready tasks (corotask_ready,
 // payload: the task type) and canceled tasks (corotask_cancel, payload: the
 // task id), and reacts at once. It reconnects at once after its connection
 // was severed (see dberr.Severed), else with backoff: while it is away, ready
 // tasks are found only every PollInterval.
-func (e *Executor) listen(ctx context.Context) {
+func (l *listener) run(ctx context.Context) {
 	severed := 0
 	for attempt := 1; ctx.Err() == nil; attempt++ {
 		began := time.Now()
-		heard, err := e.listenConn(ctx)
+		heard, err := l.listenConn(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -64,13 +81,13 @@ func (e *Executor) listen(ctx context.Context) {
 				severed = 0
 			}
 		}
-		if e.atOnce(err, severed+1) {
+		if l.atOnce(err, severed+1) {
 			severed++
-			e.log.Warn("corotask: LISTEN connection severed; reconnecting at once", "error", err)
+			l.log.Warn("corotask: LISTEN connection severed; reconnecting at once", "error", err)
 			continue
 		}
 		d := backoff(100*time.Millisecond, 10*time.Second, attempt)
-		e.log.Warn("corotask: LISTEN connection lost; reconnecting", "error", err, "retry_in", d)
+		l.log.Warn("corotask: LISTEN connection lost; reconnecting", "error", err, "retry_in", d)
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
@@ -81,9 +98,9 @@ func (e *Executor) listen(ctx context.Context) {
 	}
 }
 
-// listenOnce listens until an error; heard reports whether it got going.
-func (e *Executor) listenConn(ctx context.Context) (heard bool, err error) {
-	conn, err := e.pool.Acquire(ctx)
+// listenConn listens until an error; heard reports whether it got going.
+func (l *listener) listenConn(ctx context.Context) (heard bool, err error) {
+	conn, err := l.pool.Acquire(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -91,23 +108,21 @@ func (e *Executor) listenConn(ctx context.Context) (heard bool, err error) {
 	// may be broken by a canceled wait.
 	pc := conn.Hijack()
 	defer pc.Close(context.Background())
-	if e.schema.listenConns.Add(1) > 1 { // the first: Run checked at start
-		if err := e.recheckSchema(ctx, pc); err != nil {
+	if l.schema.listenConns.Add(1) > 1 { // the first: Run checked at start
+		if err := l.schema.recheck(ctx, pc); err != nil {
 			return false, err
 		}
 	}
-	if _, err := pc.Exec(ctx, "LISTEN corotask_ready; LISTEN corotask_cancel"); err != nil {
+	if _, err := pc.Exec(ctx, query.ListenChannels); err != nil {
 		return false, err
 	}
 	// Anything announced while we were not listening is found by a claim now.
-	e.listenOnce.Do(func() { close(e.listening) })
-	e.signal()
-	e.mu.Lock()
-	registered := make(map[string]bool, len(e.handlers))
-	for t := range e.handlers {
+	l.once.Do(func() { close(l.ready) })
+	l.signal()
+	registered := map[string]bool{}
+	for _, t := range l.pollers.types() {
 		registered[string(t)] = true
 	}
-	e.mu.Unlock()
 	for {
 		n, err := pc.WaitForNotification(ctx)
 		if err != nil {
@@ -116,11 +131,11 @@ func (e *Executor) listenConn(ctx context.Context) (heard bool, err error) {
 		switch n.Channel {
 		case "corotask_ready":
 			if registered[n.Payload] {
-				e.signal()
+				l.signal()
 			}
 		case "corotask_cancel":
 			if id, err := tasks.ParseID(n.Payload); err == nil {
-				e.cancelTask(id)
+				l.polls.cancelTask(id)
 			}
 		}
 	}
@@ -138,16 +153,16 @@ func probeListen(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration)
 	defer pc.Close(context.WithoutCancel(ctx))
 	channel := "corotask_probe_" + randomHex()
 	payload := randomHex()
-	if _, err := pc.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+	if _, err := pc.Exec(ctx, query.ListenProbe+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return false, err
 	}
-	if _, err := pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload); err != nil {
+	if _, err := pool.Exec(ctx, query.ListenProbeNotify, channel, payload); err != nil {
 		return false, err
 	}
 	// A session that LISTENs has a notification committed before its next
 	// statement by the reply to it: this one makes the notification arrive
 	// at once where LISTEN works (pgx keeps it for WaitForNotification).
-	if _, err := pc.Exec(ctx, "SELECT 1", pgx.QueryExecModeSimpleProtocol); err != nil {
+	if _, err := pc.Exec(ctx, query.ListenProbeFlush, pgx.QueryExecModeSimpleProtocol); err != nil {
 		return false, err
 	}
 	wait, cancel := context.WithTimeout(ctx, timeout)

@@ -32,8 +32,7 @@ func TestProbeListen(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, heard, "behind PgBouncer in transaction mode")
 
-	e := MustNew(pool, Config{Logger: testdb.Logger(t)})
-	err = e.checkListen(ctx, time.Second)
+	err = checkListen(ctx, pool, testdb.Logger(t), time.Second)
 	require.ErrorIs(t, err, ErrListenUnreachable)
 	require.ErrorContains(t, err, "set Config.DisableListen")
 }

@@ -20,44 +20,42 @@ import (
 // that fails with an error of class 42 counts nothing against the task: the
 // claims it holds are given back, and it returns at once.
 func (e *Executor) PollOnce(ctx context.Context) (int, error) {
-	req := e.request()
+	req := e.claimer.request()
 	req.stale = true
 	if req.total == 0 {
 		return 0, errors.New("executor: no pollers registered")
 	}
-	if !e.schema.checked.Load() {
+	if !e.env.schema.checked.Load() {
 		if err := e.startChecked(ctx); err != nil {
 			return 0, err
 		}
-		e.schema.checked.Store(true)
+		e.env.schema.checked.Store(true)
 	}
-	got, _, err := e.claim(ctx, req)
+	got, _, err := e.claimer.claim(ctx, req)
 	if err != nil {
-		if e.schemaFault(err) {
-			return 0, e.schemaStop(ctx, err)
+		if e.env.schema.fault(err) {
+			return 0, e.env.schema.stopErr(ctx, err)
 		}
 		return 0, err
 	}
 	slices.SortFunc(got, func(a, b *claimed) int { return bytes.Compare(a.id[:], b.id[:]) })
 	var errs []error
 	for i, c := range got {
-		e.mu.Lock()
-		h := e.handlers[c.typ]
-		e.mu.Unlock()
-		ctx := e.hooks.pollStart(ctx, c)
+		h, _ := e.env.pollers.get(c.typ)
+		ctx := e.env.hooks.pollStart(ctx, c)
 		out := h.poll(ctx, c)
-		e.hooks.pollReturned(c, out)
+		e.env.hooks.pollReturned(c, out)
 		if out.err != nil {
 			errs = append(errs, fmt.Errorf("poll %s (%s): %w", c.id, c.typ, out.err))
 		}
-		err := e.settle(ctx, c, out, h.options())
-		e.hooks.pollDone(ctx, c)
+		err := e.committer.settle(ctx, c, out, h.options())
+		e.env.hooks.pollDone(ctx, c)
 		if isSchemaFault(err) {
 			// Nothing more is polled: the rest are given back unpolled.
 			if rest := got[i+1:]; len(rest) > 0 {
-				e.giveBack(rest, 0)
+				e.committer.giveBack(rest, 0)
 			}
-			return i + 1, errors.Join(append(errs, e.schemaStop(ctx, err))...)
+			return i + 1, errors.Join(append(errs, e.env.schema.stopErr(ctx, err))...)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("commit %s (%s): %w", c.id, c.typ, err))

@@ -44,25 +44,25 @@ type sessions struct {
 // for prepared statements); and any pool that refuses transactions
 // (PgBouncer in statement mode). What it cannot find out (the database is
 // down) is logged and left to the executor's retries.
-func (e *Executor) checkPooler(ctx context.Context) error {
-	mode := e.pool.Config().ConnConfig.DefaultQueryExecMode
-	s, err := probeSessions(ctx, e.pool)
+func checkPooler(ctx context.Context, v *env) error {
+	mode := v.pool.Config().ConnConfig.DefaultQueryExecMode
+	s, err := probeSessions(ctx, v.pool)
 	switch {
 	case errors.Is(err, ErrTransactionsRefused):
 		return fmt.Errorf("executor: %w; corotask commits in transactions: behind PgBouncer use pool_mode = transaction or session", err)
 	case err != nil && ctx.Err() != nil:
 		return nil // Run is stopping already
 	case err != nil:
-		e.log.Warn("corotask: could not check the pool for a connection pooler; going on", "error", err)
+		v.log.Warn("corotask: could not check the pool for a connection pooler; going on", "error", err)
 		return nil
-	case s.shared && !e.cfg.DisableListen:
+	case s.shared && !v.cfg.DisableListen:
 		return fmt.Errorf("executor: %w: the pool's connections do not keep their server session (a pooler such as PgBouncer in transaction mode), so LISTEN holds on no connection; set Config.DisableListen", ErrListenUnreachable)
 	case s.preparedLost && mode == pgx.QueryExecModeCacheStatement,
 		s.shared && mode == pgx.QueryExecModeDescribeExec:
 		return fmt.Errorf("executor: %w: the pool's connections do not keep their server session (a pooler such as PgBouncer in transaction mode), and default_query_exec_mode %s needs them to; set default_query_exec_mode=cache_describe in the URL (pgx.QueryExecModeCacheDescribe)", ErrPreparedStatementsLost, strings.ReplaceAll(mode.String(), " ", "_"))
 	}
-	if !e.cfg.DisableListen {
-		return e.checkListen(ctx, listenProbeTimeout)
+	if !v.cfg.DisableListen {
+		return checkListen(ctx, v.pool, v.log, listenProbeTimeout)
 	}
 	return nil
 }

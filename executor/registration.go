@@ -7,8 +7,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/corotask/corotask/internal/dberr"
-	"github.com/corotask/corotask/tasks"
+	"github.com/corotask/corotask/internal/query"
 )
 
 // module is this module's path, to find its version in a binary's build info.
@@ -19,16 +21,15 @@ const module = "github.com/corotask/corotask"
 // forgiven, a dead executor stops counting soon after its claims expire.
 const executorTTL = 3
 
-// ID returns the executor's ID: the claims it holds record it in
-// corotask.tasks.claimed_by and the history of the tasks it polls in
-// corotask.history.executor_id; once it runs, corotask.executors has its
-// row under it.
-func (e *Executor) ID() tasks.ID { return e.id }
+// registration keeps the executor's row in corotask.executors: inserted
+// as Run starts (seen), refreshed every HeartbeatInterval by its goroutine
+// (run, a service of Run's), marked stopped as that service stops.
+type registration struct{ *env }
 
 // seen inserts or refreshes the executor's row in corotask.executors.
-func (e *Executor) seen(ctx context.Context) error {
+func (r registration) seen(ctx context.Context) error {
 	host, _ := os.Hostname()
-	types := e.Types()
+	types := r.pollers.types()
 	names := make([]string, len(types))
 	for i, t := range types {
 		names[i] = string(t)
@@ -37,32 +38,34 @@ func (e *Executor) seen(ctx context.Context) error {
 	// Registrations are kept as long as ended tasks, whose history names
 	// their executors.
 	var keep *time.Duration
-	if e.cfg.Retention >= 0 {
-		keep = &e.cfg.Retention
+	if r.cfg.Retention >= 0 {
+		keep = &r.cfg.Retention
 	}
-	_, err := e.pool.Exec(ctx, `SELECT corotask.executor_seen($1, $2, $3, $4, $5, $6, $7, $8)`,
-		e.id, host, os.Getpid(), moduleVersion(), names, e.cfg.Concurrency, executorTTL*e.cfg.HeartbeatTimeout, keep)
+	_, err := r.pool.Exec(ctx, query.RegistrySeen, pgx.NamedArgs{
+		"executor": r.id, "host": host, "pid": os.Getpid(), "version": moduleVersion(), "types": names,
+		"concurrency": r.cfg.Concurrency, "expires_in": executorTTL * r.cfg.HeartbeatTimeout, "keep": keep,
+	})
 	return dberr.Translate(err)
 }
 
-// announce refreshes the executor's row every HeartbeatInterval until ctx
-// ends: one statement per interval.
-func (e *Executor) announce(ctx context.Context) {
-	every(ctx, e.cfg.HeartbeatInterval, func(ctx context.Context) bool {
-		if err := e.seen(ctx); err != nil && ctx.Err() == nil {
-			e.log.Warn("corotask: refresh this executor's registration", "error", err)
+// run refreshes the executor's row every HeartbeatInterval until ctx
+// ends (one statement per interval), then marks it stopped.
+func (r registration) run(ctx context.Context) {
+	defer r.deregister()
+	every(ctx, r.cfg.HeartbeatInterval, func(ctx context.Context) bool {
+		if err := r.seen(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("corotask: refresh this executor's registration", "error", err)
 		}
 		return true
 	})
 }
 
-// deregister marks the executor's row stopped, at the end of a graceful
-// stop: its types are no longer served by it. The row stays (see seen).
-func (e *Executor) deregister() {
+// deregister marks the executor's row stopped, as a graceful stop ends: its types are no longer served by it. The row stays (see seen).
+func (r registration) deregister() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := e.pool.Exec(ctx, `SELECT corotask.executor_stopped($1)`, e.id); err != nil {
-		e.log.Warn("corotask: remove this executor's registration", "error", dberr.Translate(err))
+	if _, err := r.pool.Exec(ctx, query.RegistryStopped, r.id); err != nil {
+		r.log.Warn("corotask: remove this executor's registration", "error", dberr.Translate(err))
 	}
 }
 

@@ -2,22 +2,28 @@ package executor
 
 import (
 	"context"
+
+	"github.com/corotask/corotask/internal/query"
 )
 
 // retentionBatch is how many ended tasks one DELETE removes, keeping each
 // statement short.
 const retentionBatch = 1000
 
-// retain deletes tasks that ended more than Retention ago, every
+// retention deletes ended tasks in its own goroutine (a service of Run's,
+// when Config.Retention is set); it owns nothing.
+type retention struct{ *env }
+
+// run deletes tasks that ended more than Retention ago, every
 // RetentionInterval. Several executors may do it at once: SKIP LOCKED keeps
 // them from waiting on each other.
-func (e *Executor) retain(ctx context.Context) {
-	every(ctx, e.cfg.RetentionInterval, func(ctx context.Context) bool {
-		n, err := e.DeleteExpired(ctx)
+func (r retention) run(ctx context.Context) {
+	every(ctx, r.cfg.RetentionInterval, func(ctx context.Context) bool {
+		n, err := r.deleteExpired(ctx)
 		if err != nil && ctx.Err() == nil {
-			e.log.Warn("corotask: delete expired tasks", "error", err)
+			r.log.Warn("corotask: delete expired tasks", "error", err)
 		} else if n > 0 {
-			e.log.Debug("corotask: deleted expired tasks", "tasks", n)
+			r.log.Debug("corotask: deleted expired tasks", "tasks", n)
 		}
 		return true
 	})
@@ -34,25 +40,18 @@ func (e *Executor) retain(ctx context.Context) {
 // first, their parents at a later pass. Cancel then always reaches every live
 // descendant of a task through the records of its ended ones.
 func (e *Executor) DeleteExpired(ctx context.Context) (int, error) {
-	if e.cfg.Retention < 0 {
+	return retention{e.env}.deleteExpired(ctx)
+}
+
+// deleteExpired is DeleteExpired.
+func (r retention) deleteExpired(ctx context.Context) (int, error) {
+	if r.cfg.Retention < 0 {
 		return 0, nil
 	}
 	total := 0
 	for range 100 {
 		var n int
-		err := e.pool.QueryRow(ctx, `WITH deleted AS (
-			DELETE FROM corotask.tasks WHERE task_id IN (
-				SELECT t.task_id FROM corotask.tasks t
-				WHERE t.done_at IS NOT NULL AND t.done_at < now() - make_interval(secs => $1)
-				  AND NOT EXISTS (SELECT 1 FROM corotask.tasks c WHERE c.parent_id = t.task_id)
-				ORDER BY t.done_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-			RETURNING task_id
-		), history AS (
-			DELETE FROM corotask.history h USING deleted d WHERE h.task_id = d.task_id
-		), messages AS (
-			DELETE FROM corotask.messages m USING deleted d WHERE m.task_id = d.task_id
-		)
-		SELECT count(*) FROM deleted`, e.cfg.Retention.Seconds(), retentionBatch).Scan(&n)
+		err := r.pool.QueryRow(ctx, query.RetentionDelete, r.cfg.Retention.Seconds(), retentionBatch).Scan(&n)
 		if err != nil {
 			return total, err
 		}

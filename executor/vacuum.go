@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/corotask/corotask/internal/query"
 )
 
 // vacuumInterval is how often an executor checks whether corotask's tables
@@ -16,23 +18,28 @@ const vacuumInterval = 10 * time.Second
 // vacuumLockKey serializes vacuuming between executors ("corovac").
 const vacuumLockKey = 0x636f726f766163
 
-// vacuum keeps corotask's tables from bloating on servers
+// vacuumer vacuums corotask's tables in its own goroutine (a service of
+// Run's, unless Config.DisableVacuum); it owns nothing, and an advisory
+// lock keeps executors from vacuuming together.
+type vacuumer struct{ *env }
+
+// run keeps corotask's tables from bloating on servers
 // whose autovacuum is off: every claim and commit leaves a dead row version
 // and dead index entries behind, and claims slow down as they scan past
 // them; retention and the cap on each task's history delete history rows.
-func (e *Executor) vacuum(ctx context.Context) {
+func (v vacuumer) run(ctx context.Context) {
 	every(ctx, vacuumInterval, func(ctx context.Context) bool {
-		done, err := e.VacuumIfNeeded(ctx)
+		done, err := v.vacuumIfNeeded(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) && pgErr.Code == "42501" {
-				e.log.Warn("corotask: autovacuum is off and this role may not vacuum corotask.tasks; vacuum it by other means or set Config.DisableVacuum", "error", err)
+				v.log.Warn("corotask: autovacuum is off and this role may not vacuum corotask.tasks; vacuum it by other means or set Config.DisableVacuum", "error", err)
 				return false
 			}
-			e.log.Warn("corotask: vacuum", "error", err)
+			v.log.Warn("corotask: vacuum", "error", err)
 		case done:
-			e.log.Debug("corotask: vacuumed corotask's tables (autovacuum is off)")
+			v.log.Debug("corotask: vacuumed corotask's tables (autovacuum is off)")
 		}
 		return true
 	})
@@ -50,7 +57,12 @@ var vacuumed = []string{"corotask.tasks", "corotask.history", "corotask.messages
 // most one executor vacuums at a time. Run calls it every 10 seconds unless
 // Config.DisableVacuum is set.
 func (e *Executor) VacuumIfNeeded(ctx context.Context) (bool, error) {
-	conn, err := e.pool.Acquire(ctx)
+	return vacuumer{e.env}.vacuumIfNeeded(ctx)
+}
+
+// vacuumIfNeeded is VacuumIfNeeded.
+func (v vacuumer) vacuumIfNeeded(ctx context.Context) (bool, error) {
+	conn, err := v.pool.Acquire(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -58,9 +70,7 @@ func (e *Executor) VacuumIfNeeded(ctx context.Context) (bool, error) {
 	var needed []string
 	for _, table := range vacuumed {
 		var need bool
-		err = conn.QueryRow(ctx, `SELECT current_setting('autovacuum') = 'off'
-				AND s.n_dead_tup >= 1000 AND s.n_dead_tup > s.n_live_tup / 10
-			FROM pg_stat_user_tables s WHERE s.relid = $1::regclass`, table).Scan(&need)
+		err = conn.QueryRow(ctx, query.VacuumNeeded, table).Scan(&need)
 		if err != nil {
 			return false, err
 		}
@@ -72,12 +82,12 @@ func (e *Executor) VacuumIfNeeded(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	var locked bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(vacuumLockKey)).Scan(&locked); err != nil || !locked {
+	if err := conn.QueryRow(ctx, query.VacuumLock, int64(vacuumLockKey)).Scan(&locked); err != nil || !locked {
 		return false, err
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(vacuumLockKey)) //nolint:errcheck
+	defer conn.Exec(context.WithoutCancel(ctx), query.VacuumUnlock, int64(vacuumLockKey)) //nolint:errcheck
 	for _, table := range needed {
-		if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) "+table); err != nil {
+		if _, err := conn.Exec(ctx, query.VacuumAnalyze+table); err != nil {
 			return false, fmt.Errorf("vacuum %s: %w", table, err)
 		}
 	}

@@ -35,47 +35,48 @@ func TestClaimedTaskWaitsForASlot(t *testing.T) {
 	}
 
 	// The one slot is taken (by an eager child, say) when the claims return.
-	e.mu.Lock()
-	e.polling = 1
-	e.mu.Unlock()
+	e.slots.open(ctx)
+	e.slots.mu.Lock()
+	e.slots.polling = 1
+	e.slots.mu.Unlock()
 	for _, c := range cs {
-		require.True(t, e.start(ctx, c))
+		require.True(t, e.polls.start(c))
 	}
-	e.mu.Lock()
-	require.Len(t, e.waiting, 4)
-	require.Len(t, e.inflight, 4)
-	require.Equal(t, 4, e.waitingPerType["job"])
-	e.mu.Unlock()
-	require.Zero(t, e.request().total, "waiting tasks go before a new claim")
+	e.slots.mu.Lock()
+	require.Len(t, e.slots.waiting, 4)
+	require.Len(t, e.slots.inflight, 4)
+	require.Equal(t, 4, e.slots.waitingPerType["job"])
+	e.slots.mu.Unlock()
+	require.Zero(t, e.claimer.request().total, "waiting tasks go before a new claim")
 
-	e.cancelTask(cs[1].id)
-	e.mu.Lock()
-	e.inflight[cs[3].id].cancel(ErrRenewTimeout) // as the keeper does
-	e.mu.Unlock()
-	e.mu.Lock()
-	e.polling = 0
+	e.polls.cancelTask(cs[1].id)
+	e.slots.mu.Lock()
+	e.slots.inflight[cs[3].id].cancel(ErrRenewTimeout) // as the keeper does
+	e.slots.mu.Unlock()
+	e.slots.mu.Lock()
+	e.slots.polling = 0
 	// The first starts (and holds its slot); the second is forgotten, and
 	// so is the fourth, whose claim is given back.
-	e.startWaiting(e.takeWaiting())
-	require.Equal(t, 1, e.polling)
-	require.Len(t, e.waiting, 1)
-	require.Same(t, cs[2], e.waiting[0].c)
-	require.NotContains(t, e.inflight, cs[1].id)
-	require.NotContains(t, e.inflight, cs[3].id)
-	e.mu.Unlock()
+	e.polls.startWaiting(e.slots.takeWaiting())
+	require.Equal(t, 1, e.slots.polling)
+	require.Len(t, e.slots.waiting, 1)
+	require.Same(t, cs[2], e.slots.waiting[0].c)
+	require.NotContains(t, e.slots.inflight, cs[1].id)
+	require.NotContains(t, e.slots.inflight, cs[3].id)
+	e.slots.mu.Unlock()
 
-	e.releaseWaiting() // Run stops
+	e.polls.stop() // Run stops
 	task, err := tasks.Get(ctx, db, cs[2].id)
 	require.NoError(t, err)
 	require.NotEqual(t, tasks.StatusRunning, task.Status, "given back")
-	e.mu.Lock()
-	require.Empty(t, e.waiting)
-	require.Zero(t, e.waitingPerType["job"])
-	require.NotContains(t, e.inflight, cs[2].id)
-	e.mu.Unlock()
+	e.slots.mu.Lock()
+	require.Empty(t, e.slots.waiting)
+	require.Zero(t, e.slots.waitingPerType["job"])
+	require.NotContains(t, e.slots.inflight, cs[2].id)
+	e.slots.mu.Unlock()
 
 	close(release)
-	e.polls.Wait()
+	e.polls.wg.Wait()
 	task, err = tasks.Get(ctx, db, cs[0].id)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StatusDone, task.Status)
@@ -83,8 +84,8 @@ func TestClaimedTaskWaitsForASlot(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, tasks.StatusRunning, task.Status, "given back")
 	require.Zero(t, task.Failures)
-	e.mu.Lock()
-	require.Zero(t, e.polling)
-	require.Empty(t, e.inflight)
-	e.mu.Unlock()
+	e.slots.mu.Lock()
+	require.Zero(t, e.slots.polling)
+	require.Empty(t, e.slots.inflight)
+	e.slots.mu.Unlock()
 }

@@ -1,0 +1,406 @@
+package query
+
+// ClaimTakeoverError is the last_error of a task whose claim was taken
+// over, and the error of its 'taken_over' history row: the attempt counts as
+// a failed poll.
+const ClaimTakeoverError = "claim expired: the executor polling this task stopped renewing its claim (crashed, killed or stalled)"
+
+// ClaimSettings makes the claim run on its cached generic plan. Left to
+// itself (plan_cache_mode = auto), PostgreSQL re-plans the claim at every
+// execution: its CTEs make planning cost as much as a small claim's
+// execution, while a generic plan that joined picked to the table would scan
+// the whole table. The claim therefore updates by "task_id = ANY (ARRAY(...))",
+// which is an index probe in every plan, and forces the generic plan, built
+// once per connection. That plan is built once, at the first claim, when
+// the table may hold a handful of rows (a workflow that starts from one
+// task): a sequential scan is then the cheapest plan, and it would stay the
+// connection's plan while the table grows. enable_seqscan is off for the
+// claim, so the plan is the indexes' whatever the table's size when it is
+// made. A generic plan's cost is estimated without the parameters (how
+// many types, how many tasks); with a large ready backlog it passes the
+// server's jit_above_cost thresholds, and JIT-compiling the claim took
+// 0.6 - 1.2 s at every execution (JIT code is not kept with a cached plan),
+// for a claim that runs in a millisecond: jit is off for the claim.
+// set_config(..., true) keeps the settings to the claim's own transaction,
+// so the caller's pool is left as it was.
+const ClaimSettings = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)"
+
+// ClaimReadyEntriesWalked is how many entries of the ready index the scans
+// of this transaction have read so far, the dead ones included (those a scan
+// had already marked dead are skipped, and not counted). Read before and
+// after a claim, it says how many the claim walked (see the executor's
+// readyFloors).
+const ClaimReadyEntriesWalked = "SELECT pg_stat_get_xact_tuples_returned('corotask.tasks_ready_idx'::regclass)"
+
+// ClaimParams are the types of the parameters of ClaimReady and
+// ClaimReadyOrStale, in order, for PREPARE.
+const ClaimParams = "text[], int, text[], int[], float8, text[], uuid, uuid[], int[], timestamptz[], timestamptz"
+
+// ClaimReady claims, in one statement, up to $2 ready tasks: of the
+// uncapped types $1 (oldest wake_at first), and of each capped type $3 up
+// to its free slots $4. ClaimReadyOrStale, below, is the same statement with
+// the search for stale claims added; the claim loop runs it once per
+// PollInterval. The two are written out in full, so that each reads from top
+// to bottom; they differ in the stale, picked and taken_over CTEs and in the
+// last row's stale floor only, and a change to one is made to the other.
+//
+// Parameters, positional (the statement is prepared once per connection and
+// runs on its generic plan, see ClaimSettings):
+//
+//	$1  text[]         the uncapped types
+//	$2  int            how many tasks to claim at most
+//	$3  text[]         the capped types with free slots ...
+//	$4  int[]          ... and how many of each
+//	$5  float8         the seconds a claim lasts unless renewed
+//	$6  text[]         every type with a free slot ($1 and $3)
+//	$7  uuid           the claiming executor
+//	$8  uuid[]         the tasks it polls (not taken back by the stale search)
+//	$9  int[]          per type of $6, the window of its inbox a poll is shown
+//	$10 timestamptz[]  per type of $6, its floor, or NULL (see below)
+//	$11 timestamptz    the floor of the stale search, or NULL
+//
+// A claimed task gets a fresh claim token that expires in $5 seconds unless
+// renewed, and any inbox_next a dead poll left joins its inbox; the claim
+// returns the window of its inbox the poll is shown (at most $9's entry for
+// its type: see corotask.inbox_window), and whether more messages wait (its
+// inbox holds more than the window shows). The claim raises the task's
+// attempt number and records the claiming executor ($7) and the time; it
+// returns the task's trace context, for the poll's span to link to. The last
+// row (task_id NULL) carries the earliest future wake_at of those types, so
+// the executor knows when to look again.
+//
+// $10, when not NULL, holds a floor per type of $6: the ready tasks of the
+// type are looked for from its floor on, and the last row carries each
+// type's next floor, in the order of $6; $11, when not NULL, is the floor of
+// the search for stale claims, and the last row carries the next one (see
+// the executor's readyFloors). A NULL $10 or $11 reads from the oldest
+// entry, and returns no floor. A floor is at the latest one second (the
+// floor margin) before the statement's now(): a task that a transaction
+// begun up to that long before the claim makes ready (wake_at = its now()),
+// and commits after the claim's snapshot, is still above the floor.
+//
+// A task is not running exactly when its claim is NULL; the partial indexes
+// tasks_ready_idx and tasks_running_idx serve the two searches. The ready
+// index is keyed by (task_type, wake_at), and every search of it is made
+// per type (a LATERAL join over the types), so a claim never reads the
+// ready tasks of a type it does not poll. With several uncapped types, a
+// first search without locks finds how many of the $2 oldest ready tasks
+// each type has (open_quota), so that the claim locks no more than it takes.
+//
+// Claim order (oldest wake_at first) holds for the tasks this statement
+// claims only: the eager children a poll spawns (see the executor's
+// eager.go) are created claimed by its executor in the commit of their
+// parent, and polled at once, ahead of older ready tasks.
+//
+// The rows: task_id, task_type, parent_id, inner_state, the window's
+// envelopes and seqs, whether more messages wait, the claim token,
+// failures, attempts, whether the task was taken over from an expired
+// claim, NULL, trace; then the last row: NULLs, the next wake_at, NULL, the
+// types' next floors and the next stale floor.
+const ClaimReady = `
+WITH floors AS (
+    SELECT f.typ, coalesce(f.at, '-infinity') AS at FROM unnest($6::text[], $10::timestamptz[]) AS f(typ, at)
+), open_quota AS (
+    SELECT ($1::text[])[1] AS typ, $2::int AS n WHERE cardinality($1::text[]) = 1
+    UNION ALL
+    SELECT c.typ, count(*)::int FROM (
+        SELECT q.typ, r.wake_at FROM unnest($1::text[]) AS q(typ)
+        JOIN floors f ON f.typ = q.typ
+        CROSS JOIN LATERAL (
+            SELECT wake_at FROM corotask.tasks
+            WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+              AND wake_at >= f.at AND wake_at <= now() AND task_type = q.typ
+            ORDER BY wake_at
+            LIMIT $2
+        ) r
+        WHERE cardinality($1::text[]) > 1
+        ORDER BY r.wake_at
+        LIMIT $2
+    ) c GROUP BY c.typ
+), open_ready AS (
+    SELECT r.task_id, q.typ AS task_type FROM open_quota q
+    JOIN floors f ON f.typ = q.typ
+    CROSS JOIN LATERAL (
+        SELECT task_id FROM corotask.tasks
+        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+          AND wake_at >= f.at AND wake_at <= now() AND task_type = q.typ
+        ORDER BY wake_at
+        LIMIT q.n
+        FOR UPDATE SKIP LOCKED
+    ) r
+), capped_ready AS (
+    SELECT r.task_id, q.typ AS task_type FROM unnest($3::text[], $4::int[]) AS q(typ, n)
+    JOIN floors f ON f.typ = q.typ
+    CROSS JOIN LATERAL (
+        SELECT task_id FROM corotask.tasks
+        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+          AND wake_at >= f.at AND wake_at <= now() AND task_type = q.typ
+        ORDER BY wake_at
+        LIMIT q.n
+        FOR UPDATE SKIP LOCKED
+    ) r
+), stale AS (
+    -- No search for stale claims: an empty stale, which still gives $8 and
+    -- $11 their types.
+    SELECT NULL::uuid AS task_id, NULL::text AS task_type WHERE false AND $8::uuid[] IS NULL AND $11::timestamptz IS NULL
+), picked AS (
+    -- Each capped type is within its free slots already.
+    SELECT task_id FROM (
+        SELECT task_id FROM open_ready
+        UNION ALL SELECT task_id FROM capped_ready
+    ) p LIMIT $2
+), claimed AS (
+    UPDATE corotask.tasks t SET
+        heartbeat = now(),
+        claim_expires_at = now() + make_interval(secs => $5),
+        claim = gen_random_uuid(),
+        inbox_len = t.inbox_len + t.inbox_next_len,
+        inbox_next_len = 0,
+        next_wakes = false,
+        failures = t.failures + CASE WHEN t.claim IS NULL THEN 0 ELSE 1 END,
+        last_error = CASE WHEN t.claim IS NULL THEN t.last_error ELSE '` + ClaimTakeoverError + `' END,
+        attempts = t.attempts + 1,
+        claimed_by = $7,
+        claimed_at = now()
+    WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
+    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.claim, t.failures, t.attempts, t.trace,
+        t.msg_popped, t.msg_seq, t.inbox_len
+)
+SELECT c.task_id, c.task_type, c.parent_id, c.inner_state,
+       CASE WHEN w.short THEN f.envelopes ELSE w.envelopes END,
+       CASE WHEN w.short THEN f.seqs ELSE w.seqs END,
+       c.inbox_len > w.lim, c.claim, c.failures, c.attempts,
+       c.task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz, c.trace, NULL::timestamptz[], NULL::timestamptz
+FROM claimed c
+-- The window of a task with messages: the first lim of its inbox, read
+-- here in the statement's snapshot. When the task's row changed after the
+-- statement began (a send, or an operator's drop, committed meanwhile, whose
+-- row version the claim's lock then followed), that snapshot may lack the
+-- send's messages or still hold the dropped one: the row's version in the
+-- snapshot is not the one claimed (another msg_seq, or an attempt more: each
+-- operator action counts one), and inbox_window reads the window again in a
+-- snapshot of its own (short). OFFSET 0 keeps the lateral subquery whole, so
+-- that its WHERE is a one-time filter and a task without messages reads
+-- nothing.
+LEFT JOIN LATERAL (
+    SELECT l.lim, r.envelopes, r.seqs,
+           coalesce(cardinality(r.seqs), 0) <> least(c.inbox_len, l.lim)
+           OR NOT EXISTS (SELECT 1 FROM corotask.tasks o WHERE o.task_id = c.task_id
+                          AND o.msg_seq = c.msg_seq AND o.attempts = c.attempts - 1) AS short
+    FROM (SELECT coalesce((SELECT q.n FROM unnest($6::text[], $9::int[]) AS q(typ, n) WHERE q.typ = c.task_type),
+                          100) AS lim) l
+    CROSS JOIN LATERAL (
+        SELECT array_agg(m.envelope ORDER BY m.seq) AS envelopes, array_agg(m.seq ORDER BY m.seq) AS seqs
+        FROM (SELECT m.envelope, m.seq FROM corotask.messages m
+              WHERE m.task_id = c.task_id AND m.seq > c.msg_popped AND m.seq <= c.msg_seq
+              ORDER BY m.seq LIMIT l.lim) m
+    ) r
+    WHERE c.inbox_len > 0
+    OFFSET 0
+) w ON true
+-- The re-read, once, and only for a short window (a one-time filter too).
+LEFT JOIN LATERAL (
+    SELECT r.envelopes, r.seqs FROM corotask.inbox_window(c.task_id, c.msg_popped, c.msg_seq, w.lim) AS r
+    WHERE w.short
+    OFFSET 0
+) f ON true
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
+    SELECT min(n.wake_at) FROM unnest($6::text[]) AS q(typ)
+    CROSS JOIN LATERAL (
+        SELECT wake_at FROM corotask.tasks
+        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+          AND wake_at > now() AND task_type = q.typ
+        ORDER BY wake_at
+        LIMIT 1
+    ) n), NULL, (
+    -- Each type's next floor: its oldest ready task in the statement's
+    -- snapshot (locked or not; those this statement claims included), but
+    -- no later than floorMargin before now().
+    SELECT array_agg(least(r.wake_at, now() - interval '1 second') ORDER BY f.i)
+    FROM unnest($6::text[], $10::timestamptz[]) WITH ORDINALITY AS f(typ, at, i)
+    LEFT JOIN LATERAL (
+        SELECT wake_at FROM corotask.tasks
+        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+          AND wake_at >= coalesce(f.at, '-infinity') AND wake_at <= now() AND task_type = f.typ
+        ORDER BY wake_at
+        LIMIT 1
+    ) r ON true
+    WHERE $10::timestamptz[] IS NOT NULL), NULL::timestamptz`
+
+// ClaimReadyOrStale is ClaimReady with the search for stale claims: it also
+// claims tasks of any type $6 whose claim expired (their executor died or
+// stalled), but for the tasks $8 this executor is polling, stale claims
+// first, each capped type still within its free slots over both. A task
+// taken over from an expired claim has that attempt counted as a failure,
+// and a 'taken_over' row in its history (written whatever the type's
+// History option: takeovers are rare, and exactly what an operator looks
+// for). The last row carries the next floor of the stale search, which is
+// the oldest expiry of a claim that expired, of any type (locked or not),
+// but no later than the floor margin before now(): a claim's expiry is set
+// to now() plus a HeartbeatTimeout, so a claim taken or renewed after this
+// one is above it.
+const ClaimReadyOrStale = `
+WITH floors AS (
+    SELECT f.typ, coalesce(f.at, '-infinity') AS at FROM unnest($6::text[], $10::timestamptz[]) AS f(typ, at)
+), open_quota AS (
+    SELECT ($1::text[])[1] AS typ, $2::int AS n WHERE cardinality($1::text[]) = 1
+    UNION ALL
+    SELECT c.typ, count(*)::int FROM (
+        SELECT q.typ, r.wake_at FROM unnest($1::text[]) AS q(typ)
+        JOIN floors f ON f.typ = q.typ
+        CROSS JOIN LATERAL (
+            SELECT wake_at FROM corotask.tasks
+            WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+              AND wake_at >= f.at AND wake_at <= now() AND task_type = q.typ
+            ORDER BY wake_at
+            LIMIT $2
+        ) r
+        WHERE cardinality($1::text[]) > 1
+        ORDER BY r.wake_at
+        LIMIT $2
+    ) c GROUP BY c.typ
+), open_ready AS (
+    SELECT r.task_id, q.typ AS task_type FROM open_quota q
+    JOIN floors f ON f.typ = q.typ
+    CROSS JOIN LATERAL (
+        SELECT task_id FROM corotask.tasks
+        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+          AND wake_at >= f.at AND wake_at <= now() AND task_type = q.typ
+        ORDER BY wake_at
+        LIMIT q.n
+        FOR UPDATE SKIP LOCKED
+    ) r
+), capped_ready AS (
+    SELECT r.task_id, q.typ AS task_type FROM unnest($3::text[], $4::int[]) AS q(typ, n)
+    JOIN floors f ON f.typ = q.typ
+    CROSS JOIN LATERAL (
+        SELECT task_id FROM corotask.tasks
+        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+          AND wake_at >= f.at AND wake_at <= now() AND task_type = q.typ
+        ORDER BY wake_at
+        LIMIT q.n
+        FOR UPDATE SKIP LOCKED
+    ) r
+), stale AS (
+    SELECT task_id, task_type, attempts, claimed_by, claimed_at FROM corotask.tasks
+    WHERE claim IS NOT NULL AND claim_expires_at < now()
+      AND claim_expires_at >= coalesce($11::timestamptz, '-infinity')
+      AND done_at IS NULL AND task_type = ANY($6::text[])
+      AND task_id <> ALL (coalesce($8::uuid[], '{}'))
+    ORDER BY claim_expires_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+), picked AS (
+    -- Stale claims first, then ready tasks, each capped type within its
+    -- free slots over both.
+    SELECT task_id FROM (
+        SELECT c.task_id, c.k, q.n AS cap,
+               row_number() OVER (PARTITION BY c.task_type ORDER BY c.k) AS rank
+        FROM (
+            SELECT task_id, task_type, 0 AS k FROM stale
+            UNION ALL SELECT task_id, task_type, 1 FROM open_ready
+            UNION ALL SELECT task_id, task_type, 1 FROM capped_ready
+        ) c
+        LEFT JOIN unnest($3::text[], $4::int[]) AS q(typ, n) ON q.typ = c.task_type
+    ) p
+    WHERE p.cap IS NULL OR p.rank <= p.cap
+    ORDER BY p.k
+    LIMIT $2
+), claimed AS (
+    UPDATE corotask.tasks t SET
+        heartbeat = now(),
+        claim_expires_at = now() + make_interval(secs => $5),
+        claim = gen_random_uuid(),
+        inbox_len = t.inbox_len + t.inbox_next_len,
+        inbox_next_len = 0,
+        next_wakes = false,
+        failures = t.failures + CASE WHEN t.claim IS NULL THEN 0 ELSE 1 END,
+        last_error = CASE WHEN t.claim IS NULL THEN t.last_error ELSE '` + ClaimTakeoverError + `' END,
+        attempts = t.attempts + 1,
+        claimed_by = $7,
+        claimed_at = now()
+    WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
+    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.claim, t.failures, t.attempts, t.trace,
+        t.msg_popped, t.msg_seq, t.inbox_len
+), taken_over AS (
+    -- The attempt whose expired claim the statement took over.
+    INSERT INTO corotask.history (task_id, attempt, outcome, executor_id, claimed_at, error)
+    SELECT s.task_id, s.attempts, 'taken_over', s.claimed_by, s.claimed_at, '` + ClaimTakeoverError + `'
+    FROM stale s WHERE s.task_id IN (SELECT task_id FROM claimed)
+    ON CONFLICT DO NOTHING
+)
+SELECT c.task_id, c.task_type, c.parent_id, c.inner_state,
+       CASE WHEN w.short THEN f.envelopes ELSE w.envelopes END,
+       CASE WHEN w.short THEN f.seqs ELSE w.seqs END,
+       c.inbox_len > w.lim, c.claim, c.failures, c.attempts,
+       c.task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz, c.trace, NULL::timestamptz[], NULL::timestamptz
+FROM claimed c
+-- The window of a task with messages: the first lim of its inbox, read
+-- here in the statement's snapshot. When the task's row changed after the
+-- statement began (a send, or an operator's drop, committed meanwhile, whose
+-- row version the claim's lock then followed), that snapshot may lack the
+-- send's messages or still hold the dropped one: the row's version in the
+-- snapshot is not the one claimed (another msg_seq, or an attempt more: each
+-- operator action counts one), and inbox_window reads the window again in a
+-- snapshot of its own (short). OFFSET 0 keeps the lateral subquery whole, so
+-- that its WHERE is a one-time filter and a task without messages reads
+-- nothing.
+LEFT JOIN LATERAL (
+    SELECT l.lim, r.envelopes, r.seqs,
+           coalesce(cardinality(r.seqs), 0) <> least(c.inbox_len, l.lim)
+           OR NOT EXISTS (SELECT 1 FROM corotask.tasks o WHERE o.task_id = c.task_id
+                          AND o.msg_seq = c.msg_seq AND o.attempts = c.attempts - 1) AS short
+    FROM (SELECT coalesce((SELECT q.n FROM unnest($6::text[], $9::int[]) AS q(typ, n) WHERE q.typ = c.task_type),
+                          100) AS lim) l
+    CROSS JOIN LATERAL (
+        SELECT array_agg(m.envelope ORDER BY m.seq) AS envelopes, array_agg(m.seq ORDER BY m.seq) AS seqs
+        FROM (SELECT m.envelope, m.seq FROM corotask.messages m
+              WHERE m.task_id = c.task_id AND m.seq > c.msg_popped AND m.seq <= c.msg_seq
+              ORDER BY m.seq LIMIT l.lim) m
+    ) r
+    WHERE c.inbox_len > 0
+    OFFSET 0
+) w ON true
+-- The re-read, once, and only for a short window (a one-time filter too).
+LEFT JOIN LATERAL (
+    SELECT r.envelopes, r.seqs FROM corotask.inbox_window(c.task_id, c.msg_popped, c.msg_seq, w.lim) AS r
+    WHERE w.short
+    OFFSET 0
+) f ON true
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
+    SELECT min(n.wake_at) FROM unnest($6::text[]) AS q(typ)
+    CROSS JOIN LATERAL (
+        SELECT wake_at FROM corotask.tasks
+        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+          AND wake_at > now() AND task_type = q.typ
+        ORDER BY wake_at
+        LIMIT 1
+    ) n), NULL, (
+    -- Each type's next floor: its oldest ready task in the statement's
+    -- snapshot (locked or not; those this statement claims included), but
+    -- no later than floorMargin before now().
+    SELECT array_agg(least(r.wake_at, now() - interval '1 second') ORDER BY f.i)
+    FROM unnest($6::text[], $10::timestamptz[]) WITH ORDINALITY AS f(typ, at, i)
+    LEFT JOIN LATERAL (
+        SELECT wake_at FROM corotask.tasks
+        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
+          AND wake_at >= coalesce(f.at, '-infinity') AND wake_at <= now() AND task_type = f.typ
+        ORDER BY wake_at
+        LIMIT 1
+    ) r ON true
+    WHERE $10::timestamptz[] IS NOT NULL), (
+    SELECT least(min(s.claim_expires_at), now() - interval '1 second') FROM (
+        SELECT claim_expires_at FROM corotask.tasks
+        WHERE claim IS NOT NULL AND claim_expires_at < now() AND claim_expires_at >= $11::timestamptz
+          AND done_at IS NULL
+        ORDER BY claim_expires_at
+        LIMIT 1
+    ) s
+    WHERE $11::timestamptz IS NOT NULL)`
+
+// ClaimFail ends a task taken over from an expired claim as failed, without
+// polling it, and tells its parent: its type's MaxFailures is reached.
+// Parameters: $1 the task, $2 the claim token. Returns whether it ended it.
+const ClaimFail = `SELECT corotask.fail_claimed($1, $2)`
