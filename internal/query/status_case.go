@@ -10,11 +10,11 @@ package query
 // ten times as much.
 const Status = `(CASE
         WHEN t.outcome IS NOT NULL THEN t.outcome
-        WHEN t.claim IS NOT NULL AND t.claim_expires_at < now() THEN 'stale'
+        WHEN t.claim IS NOT NULL AND t.claim_expires_at < corotask.now() THEN 'stale'
         WHEN t.claim IS NOT NULL THEN 'running'
         WHEN t.wake_at IS NULL THEN 'suspended'
-        WHEN t.wake_at > now() AND t.failures > 0 THEN 'retrying'
-        WHEN t.wake_at > now() THEN 'sleeping'
+        WHEN t.wake_at > corotask.now() AND t.failures > 0 THEN 'retrying'
+        WHEN t.wake_at > corotask.now() THEN 'sleeping'
         WHEN s.registered AND NOT t.task_type = ANY (s.types) THEN 'unserved'
         ELSE 'ready'
     END)`
