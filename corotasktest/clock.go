@@ -11,13 +11,17 @@ import (
 // concurrent use. Make one with NewClock: the zero Clock reads the zero
 // time.
 //
-// It is meant to be given as executor.Config.Clock, an interface{ Now()
-// time.Time }: the executor will then take from it the time of its polls
-// and sleeps, and the database will read it, in the transactions of that
-// executor, through the SQL function corotask.now() (the transaction-local
-// setting corotask.now), so that a task that sleeps an hour is ready once
-// the test advances the clock an hour. That wiring is not in the executor
-// yet.
+// Give it to NewDB (WithClock), and the database reads it: the claims of an
+// executor on that pool see a task as ready, a claim as expired, and a
+// retained task as due for deletion by the clock; Sleep, a failed poll's
+// backoff and a task's end are counted from it. So a task that sleeps an
+// hour is ready once the test advances the clock an hour, and polled by the
+// next RunUntilIdle. Timestamps kept for people (a claim's claimed_at, a
+// heartbeat, a message's time, the executors table) stay on the server's
+// clock. Advance the clock between polls (RunUntilIdle does not run polls
+// across an Advance): an executor's heartbeats renew its claims by the
+// server's clock, so one running polls in the background (Run) while the
+// clock jumps ahead of its HeartbeatTimeout sees them taken over.
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time

@@ -10,8 +10,6 @@ import (
 	"github.com/corotask/corotask/corotasktest"
 )
 
-// The interface executor.Config.Clock is to take.
-var _ interface{ Now() time.Time } = (*corotasktest.Clock)(nil)
 
 func TestClockStartsNowAndMovesOnlyWhenTold(t *testing.T) {
 	t.Parallel()

@@ -1,7 +1,9 @@
 package corotasktest
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,11 +17,51 @@ import (
 // other's tasks. A program under test that connects by itself is given
 // pool.Config().ConnString(), the database's URL.
 //
+// With WithClock, the statements run on the pool read the time from the
+// test's Clock (see Clock).
+//
 // It fails the test when no database server can be had (see the package
 // documentation for where it looks).
-func NewDB(t testing.TB) *pgxpool.Pool {
+func NewDB(t testing.TB, opts ...DBOption) *pgxpool.Pool {
 	t.Helper()
-	return testdb.New(t)
+	var o dbOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.clock == nil {
+		return testdb.New(t)
+	}
+	cfg, err := pgxpool.ParseConfig(testdb.URL(t))
+	if err != nil {
+		t.Fatalf("corotasktest: %v", err)
+	}
+	cfg.PrepareConn = o.clock.prepareConn
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("corotasktest: open pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// DBOption configures NewDB.
+type DBOption func(*dbOptions)
+
+type dbOptions struct {
+	clock *Clock
+}
+
+// WithClock makes every connection of NewDB's pool read the time from c:
+// corotask's statements and functions take "now" from corotask.now(), which
+// returns the setting corotask.now when one is set, and the pool sets it to
+// c.Now() each time it hands out a connection.
+func WithClock(c *Clock) DBOption { return func(o *dbOptions) { o.clock = c } }
+
+// prepareConn sets the session's corotask.now to the clock's time, as a
+// connection leaves the pool.
+func (c *Clock) prepareConn(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	_, err := conn.Exec(ctx, "SELECT set_config('corotask.now', $1, false)", c.Now().Format(time.RFC3339Nano))
+	return err == nil, err
 }
 
 // Tx begins a transaction on a database holding corotask's schema, shared by

@@ -52,9 +52,13 @@
 //
 // # Time
 //
-// Clock is a clock the test moves. It is meant as executor.Config.Clock, so
-// that what a poller sleeps for passes when the test says: the executor and
-// the database will read the time from it. That wiring is not done yet;
-// until then a poller that takes its time from a func() time.Time can be
-// given clock.Now.
+// Clock is a clock the test moves. Given to NewDB (WithClock), it is the
+// time of the database's readiness, claim expiry, Sleep, backoff and
+// retention: what a poller sleeps for passes when the test advances it.
+//
+//	clock := corotasktest.NewClock()
+//	db := corotasktest.NewDB(t, corotasktest.WithClock(clock))
+//	... // a task that sleeps an hour
+//	clock.Advance(time.Hour)
+//	_, err = corotasktest.RunUntilIdle(ctx, e) // polls it
 package corotasktest

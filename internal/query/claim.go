@@ -109,7 +109,7 @@ WITH floors AS (
         CROSS JOIN LATERAL (
             SELECT wake_at FROM corotask.tasks
             WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-              AND wake_at >= f.at AND wake_at <= now() AND task_type = q.typ
+              AND wake_at >= f.at AND wake_at <= corotask.now() AND task_type = q.typ
             ORDER BY wake_at
             LIMIT $2
         ) r
@@ -123,7 +123,7 @@ WITH floors AS (
     CROSS JOIN LATERAL (
         SELECT task_id FROM corotask.tasks
         WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at >= f.at AND wake_at <= now() AND task_type = q.typ
+          AND wake_at >= f.at AND wake_at <= corotask.now() AND task_type = q.typ
         ORDER BY wake_at
         LIMIT q.n
         FOR UPDATE SKIP LOCKED
@@ -134,7 +134,7 @@ WITH floors AS (
     CROSS JOIN LATERAL (
         SELECT task_id FROM corotask.tasks
         WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at >= f.at AND wake_at <= now() AND task_type = q.typ
+          AND wake_at >= f.at AND wake_at <= corotask.now() AND task_type = q.typ
         ORDER BY wake_at
         LIMIT q.n
         FOR UPDATE SKIP LOCKED
@@ -152,7 +152,7 @@ WITH floors AS (
 ), claimed AS (
     UPDATE corotask.tasks t SET
         heartbeat = now(),
-        claim_expires_at = now() + make_interval(secs => $5),
+        claim_expires_at = corotask.now() + make_interval(secs => $5),
         claim = gen_random_uuid(),
         inbox_len = t.inbox_len + t.inbox_next_len,
         inbox_next_len = 0,
@@ -210,19 +210,19 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
     CROSS JOIN LATERAL (
         SELECT wake_at FROM corotask.tasks
         WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at > now() AND task_type = q.typ
+          AND wake_at > corotask.now() AND task_type = q.typ
         ORDER BY wake_at
         LIMIT 1
     ) n), NULL, (
     -- Each type's next floor: its oldest ready task in the statement's
     -- snapshot (locked or not; those this statement claims included), but
-    -- no later than floorMargin before now().
-    SELECT array_agg(least(r.wake_at, now() - interval '1 second') ORDER BY f.i)
+    -- no later than floorMargin before corotask.now().
+    SELECT array_agg(least(r.wake_at, corotask.now() - interval '1 second') ORDER BY f.i)
     FROM unnest($6::text[], $10::timestamptz[]) WITH ORDINALITY AS f(typ, at, i)
     LEFT JOIN LATERAL (
         SELECT wake_at FROM corotask.tasks
         WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at >= coalesce(f.at, '-infinity') AND wake_at <= now() AND task_type = f.typ
+          AND wake_at >= coalesce(f.at, '-infinity') AND wake_at <= corotask.now() AND task_type = f.typ
         ORDER BY wake_at
         LIMIT 1
     ) r ON true
@@ -252,7 +252,7 @@ WITH floors AS (
         CROSS JOIN LATERAL (
             SELECT wake_at FROM corotask.tasks
             WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-              AND wake_at >= f.at AND wake_at <= now() AND task_type = q.typ
+              AND wake_at >= f.at AND wake_at <= corotask.now() AND task_type = q.typ
             ORDER BY wake_at
             LIMIT $2
         ) r
@@ -266,7 +266,7 @@ WITH floors AS (
     CROSS JOIN LATERAL (
         SELECT task_id FROM corotask.tasks
         WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at >= f.at AND wake_at <= now() AND task_type = q.typ
+          AND wake_at >= f.at AND wake_at <= corotask.now() AND task_type = q.typ
         ORDER BY wake_at
         LIMIT q.n
         FOR UPDATE SKIP LOCKED
@@ -277,14 +277,14 @@ WITH floors AS (
     CROSS JOIN LATERAL (
         SELECT task_id FROM corotask.tasks
         WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at >= f.at AND wake_at <= now() AND task_type = q.typ
+          AND wake_at >= f.at AND wake_at <= corotask.now() AND task_type = q.typ
         ORDER BY wake_at
         LIMIT q.n
         FOR UPDATE SKIP LOCKED
     ) r
 ), stale AS (
     SELECT task_id, task_type, attempts, claimed_by, claimed_at FROM corotask.tasks
-    WHERE claim IS NOT NULL AND claim_expires_at < now()
+    WHERE claim IS NOT NULL AND claim_expires_at < corotask.now()
       AND claim_expires_at >= coalesce($11::timestamptz, '-infinity')
       AND done_at IS NULL AND task_type = ANY($6::text[])
       AND task_id <> ALL (coalesce($8::uuid[], '{}'))
@@ -310,7 +310,7 @@ WITH floors AS (
 ), claimed AS (
     UPDATE corotask.tasks t SET
         heartbeat = now(),
-        claim_expires_at = now() + make_interval(secs => $5),
+        claim_expires_at = corotask.now() + make_interval(secs => $5),
         claim = gen_random_uuid(),
         inbox_len = t.inbox_len + t.inbox_next_len,
         inbox_next_len = 0,
@@ -374,26 +374,26 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
     CROSS JOIN LATERAL (
         SELECT wake_at FROM corotask.tasks
         WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at > now() AND task_type = q.typ
+          AND wake_at > corotask.now() AND task_type = q.typ
         ORDER BY wake_at
         LIMIT 1
     ) n), NULL, (
     -- Each type's next floor: its oldest ready task in the statement's
     -- snapshot (locked or not; those this statement claims included), but
-    -- no later than floorMargin before now().
-    SELECT array_agg(least(r.wake_at, now() - interval '1 second') ORDER BY f.i)
+    -- no later than floorMargin before corotask.now().
+    SELECT array_agg(least(r.wake_at, corotask.now() - interval '1 second') ORDER BY f.i)
     FROM unnest($6::text[], $10::timestamptz[]) WITH ORDINALITY AS f(typ, at, i)
     LEFT JOIN LATERAL (
         SELECT wake_at FROM corotask.tasks
         WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at >= coalesce(f.at, '-infinity') AND wake_at <= now() AND task_type = f.typ
+          AND wake_at >= coalesce(f.at, '-infinity') AND wake_at <= corotask.now() AND task_type = f.typ
         ORDER BY wake_at
         LIMIT 1
     ) r ON true
     WHERE $10::timestamptz[] IS NOT NULL), (
-    SELECT least(min(s.claim_expires_at), now() - interval '1 second') FROM (
+    SELECT least(min(s.claim_expires_at), corotask.now() - interval '1 second') FROM (
         SELECT claim_expires_at FROM corotask.tasks
-        WHERE claim IS NOT NULL AND claim_expires_at < now() AND claim_expires_at >= $11::timestamptz
+        WHERE claim IS NOT NULL AND claim_expires_at < corotask.now() AND claim_expires_at >= $11::timestamptz
           AND done_at IS NULL
         ORDER BY claim_expires_at
         LIMIT 1

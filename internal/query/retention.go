@@ -7,7 +7,7 @@ package query
 const RetentionDelete = `WITH deleted AS (
 			DELETE FROM corotask.tasks WHERE task_id IN (
 				SELECT t.task_id FROM corotask.tasks t
-				WHERE t.done_at IS NOT NULL AND t.done_at < now() - make_interval(secs => $1)
+				WHERE t.done_at IS NOT NULL AND t.done_at < corotask.now() - make_interval(secs => $1)
 				  AND NOT EXISTS (SELECT 1 FROM corotask.tasks c WHERE c.parent_id = t.task_id)
 				ORDER BY t.done_at LIMIT $2 FOR UPDATE SKIP LOCKED)
 			RETURNING task_id
