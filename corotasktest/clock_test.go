@@ -10,7 +10,6 @@ import (
 	"github.com/corotask/corotask/corotasktest"
 )
 
-
 func TestClockStartsNowAndMovesOnlyWhenTold(t *testing.T) {
 	t.Parallel()
 	before := time.Now().Truncate(time.Microsecond)
