@@ -70,15 +70,6 @@ func (cl *claimer) request() claimRequest {
 	return r
 }
 
-// claimStatement is the claim statement: with the search for stale claims
-// when stale (see query.ClaimReady and query.ClaimReadyOrStale).
-func claimStatement(stale bool) string {
-	if stale {
-		return query.ClaimReadyOrStale
-	}
-	return query.ClaimReady
-}
-
 // claim claims what req allows, and returns the claimed tasks to poll and
 // the earliest future wake_at (zero if none is known). The claim runs in its
 // own transaction on its generic plan (see query.ClaimSettings); its statements go
@@ -100,8 +91,8 @@ func (cl *claimer) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	if count {
 		b.Queue(query.ClaimReadyEntriesWalked)
 	}
-	b.Queue(claimStatement(req.stale), req.open, req.total, req.capped, req.caps,
-		cl.cfg.HeartbeatTimeout.Seconds(), req.all, cl.id, req.polling, req.window, from, staleFrom)
+	b.Queue(query.Claim, req.open, req.total, req.capped, req.caps,
+		cl.cfg.HeartbeatTimeout.Seconds(), req.all, cl.id, req.polling, req.window, from, staleFrom, req.stale)
 	if count {
 		b.Queue(query.ClaimReadyEntriesWalked)
 	}

@@ -26,7 +26,7 @@ import (
 // A claim may therefore start from a floor per type: a wake_at that no ready
 // task of the type is older than, the late ones below aside. Each claim
 // returns the next floors: the oldest ready task of each type in its
-// snapshot (locked or not), but no later than the floor margin (a second, see query.ClaimReady)
+// snapshot (locked or not), but no later than the floor margin (a second, see query.Claim)
 // before its now().
 // A task made ready after that snapshot is above that floor when its
 // wake_at is in the future, or is the now() of a transaction that began
@@ -36,7 +36,7 @@ import (
 // released claim keeps the task's wake_at, and so do SleepUntil a past time
 // and a task created with a past WakeAt. A full claim, which reads every
 // type from its oldest ready task, finds late tasks. The search for stale
-// claims has a floor too (see query.ClaimReadyOrStale); a claim's expiry is only ever
+// claims has a floor too (see query.Claim); a claim's expiry is only ever
 // set to now() plus a HeartbeatTimeout, and only one set back by hand lands
 // below it.
 //

@@ -108,8 +108,8 @@ func trialClaim(t *testing.T, db *pgxpool.Pool, e *Executor, req claimRequest, f
 		require.NoError(t, err)
 		var ready0, running0 int64
 		require.NoError(t, tx.QueryRow(ctx, walked).Scan(&ready0, &running0))
-		rows, err := tx.Query(ctx, claimStatement(req.stale), req.open, req.total, req.capped, req.caps,
-			e.env.cfg.HeartbeatTimeout.Seconds(), req.all, e.env.id, req.polling, req.window, floors, staleFloor)
+		rows, err := tx.Query(ctx, query.Claim, req.open, req.total, req.capped, req.caps,
+			e.env.cfg.HeartbeatTimeout.Seconds(), req.all, e.env.id, req.polling, req.window, floors, staleFloor, req.stale)
 		require.NoError(t, err)
 		for rows.Next() {
 			v, err := rows.Values()

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -33,12 +34,12 @@ func TestClaimDoesNotReadOtherTypes(t *testing.T) {
 		err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, query.ClaimSettings)
 			require.NoError(t, err)
-			_, err = tx.Exec(ctx, "PREPARE claim("+query.ClaimParams+") AS "+claimStatement(stale))
+			_, err = tx.Exec(ctx, "PREPARE claim("+query.ClaimParams+") AS "+query.Claim)
 			require.NoError(t, err)
 			defer tx.Exec(ctx, "DEALLOCATE claim") //nolint:errcheck
 			var out []byte
-			require.NoError(t, tx.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
-				EXECUTE claim('{mine}', 10, '{}', '{}', 30, '{mine}', gen_random_uuid(), '{}', '{100}', NULL, NULL)`).Scan(&out))
+			require.NoError(t, tx.QueryRow(ctx, fmt.Sprintf(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
+				EXECUTE claim('{mine}', 10, '{}', '{}', 30, '{mine}', gen_random_uuid(), '{}', '{100}', NULL, NULL, %t)`, stale)).Scan(&out))
 			var plans []struct {
 				Plan map[string]any
 				JIT  any

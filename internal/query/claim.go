@@ -32,17 +32,17 @@ const ClaimSettings = "SELECT set_config('plan_cache_mode', 'force_generic_plan'
 // readyFloors).
 const ClaimReadyEntriesWalked = "SELECT pg_stat_get_xact_tuples_returned('corotask.tasks_ready_idx'::regclass)"
 
-// ClaimParams are the types of the parameters of ClaimReady and
-// ClaimReadyOrStale, in order, for PREPARE.
-const ClaimParams = "text[], int, text[], int[], float8, text[], uuid, uuid[], int[], timestamptz[], timestamptz"
+// ClaimParams are the types of the parameters of Claim, in order, for
+// PREPARE.
+const ClaimParams = "text[], int, text[], int[], float8, text[], uuid, uuid[], int[], timestamptz[], timestamptz, boolean"
 
-// ClaimReady claims, in one statement, up to $2 ready tasks: of the
+// Claim claims, in one statement, up to $2 ready tasks: of the
 // uncapped types $1 (oldest wake_at first), and of each capped type $3 up
-// to its free slots $4. ClaimReadyOrStale, below, is the same statement with
-// the search for stale claims added; the claim loop runs it once per
-// PollInterval. The two are written out in full, so that each reads from top
-// to bottom; they differ in the stale, picked and taken_over CTEs and in the
-// last row's stale floor only, and a change to one is made to the other.
+// to its free slots $4; and, when $12 is true, tasks of any type $6 whose
+// claim expired (their executor died or stalled), but for the tasks $8 this
+// executor is polling. The claim loop asks for the stale search once per
+// PollInterval; without it, the stale CTE is a one-time filter that reads
+// nothing.
 //
 // Parameters, positional (the statement is prepared once per connection and
 // runs on its generic plan, see ClaimSettings):
@@ -58,6 +58,7 @@ const ClaimParams = "text[], int, text[], int[], float8, text[], uuid, uuid[], i
 //	$9  int[]          per type of $6, the window of its inbox a poll is shown
 //	$10 timestamptz[]  per type of $6, its floor, or NULL (see below)
 //	$11 timestamptz    the floor of the stale search, or NULL
+//	$12 boolean        whether to search for stale claims
 //
 // A claimed task gets a fresh claim token that expires in $5 seconds unless
 // renewed, and any inbox_next a dead poll left joins its inbox; the claim
@@ -68,6 +69,12 @@ const ClaimParams = "text[], int, text[], int[], float8, text[], uuid, uuid[], i
 // returns the task's trace context, for the poll's span to link to. The last
 // row (task_id NULL) carries the earliest future wake_at of those types, so
 // the executor knows when to look again.
+//
+// Stale claims come first, then ready tasks, each capped type within its
+// free slots over both. A task taken over from an expired claim has that
+// attempt counted as a failure, and a 'taken_over' row in its history
+// (written whatever the type's History option: takeovers are rare, and
+// exactly what an operator looks for).
 //
 // $10, when not NULL, holds a floor per type of $6: the ready tasks of the
 // type are looked for from its floor on, and the last row carries each
@@ -96,8 +103,12 @@ const ClaimParams = "text[], int, text[], int[], float8, text[], uuid, uuid[], i
 // envelopes and seqs, whether more messages wait, the claim token,
 // failures, attempts, whether the task was taken over from an expired
 // claim, NULL, trace; then the last row: NULLs, the next wake_at, NULL, the
-// types' next floors and the next stale floor.
-const ClaimReady = `
+// types' next floors and the next stale floor: the oldest expiry of a claim
+// that expired, of any type (locked or not), but no later than the floor
+// margin before corotask.now(): a claim's expiry is set to corotask.now()
+// plus a HeartbeatTimeout, so a claim taken or renewed after this one is
+// above it.
+const Claim = `
 WITH floors AS (
     SELECT f.typ, coalesce(f.at, '-infinity') AS at FROM unnest($6::text[], $10::timestamptz[]) AS f(typ, at)
 ), open_quota AS (
@@ -140,151 +151,9 @@ WITH floors AS (
         FOR UPDATE SKIP LOCKED
     ) r
 ), stale AS (
-    -- No search for stale claims: an empty stale, which still gives $8 and
-    -- $11 their types.
-    SELECT NULL::uuid AS task_id, NULL::text AS task_type WHERE false AND $8::uuid[] IS NULL AND $11::timestamptz IS NULL
-), picked AS (
-    -- Each capped type is within its free slots already.
-    SELECT task_id FROM (
-        SELECT task_id FROM open_ready
-        UNION ALL SELECT task_id FROM capped_ready
-    ) p LIMIT $2
-), claimed AS (
-    UPDATE corotask.tasks t SET
-        heartbeat = now(),
-        claim_expires_at = corotask.now() + make_interval(secs => $5),
-        claim = gen_random_uuid(),
-        inbox_len = t.inbox_len + t.inbox_next_len,
-        inbox_next_len = 0,
-        next_wakes = false,
-        failures = t.failures + CASE WHEN t.claim IS NULL THEN 0 ELSE 1 END,
-        last_error = CASE WHEN t.claim IS NULL THEN t.last_error ELSE '` + ClaimTakeoverError + `' END,
-        attempts = t.attempts + 1,
-        claimed_by = $7,
-        claimed_at = now()
-    WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
-    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.claim, t.failures, t.attempts, t.trace,
-        t.msg_popped, t.msg_seq, t.inbox_len
-)
-SELECT c.task_id, c.task_type, c.parent_id, c.inner_state,
-       CASE WHEN w.short THEN f.envelopes ELSE w.envelopes END,
-       CASE WHEN w.short THEN f.seqs ELSE w.seqs END,
-       c.inbox_len > w.lim, c.claim, c.failures, c.attempts,
-       c.task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz, c.trace, NULL::timestamptz[], NULL::timestamptz
-FROM claimed c
--- The window of a task with messages: the first lim of its inbox, read
--- here in the statement's snapshot. When the task's row changed after the
--- statement began (a send, or an operator's drop, committed meanwhile, whose
--- row version the claim's lock then followed), that snapshot may lack the
--- send's messages or still hold the dropped one: the row's version in the
--- snapshot is not the one claimed (another msg_seq, or an attempt more: each
--- operator action counts one), and inbox_window reads the window again in a
--- snapshot of its own (short). OFFSET 0 keeps the lateral subquery whole, so
--- that its WHERE is a one-time filter and a task without messages reads
--- nothing.
-LEFT JOIN LATERAL (
-    SELECT l.lim, r.envelopes, r.seqs,
-           coalesce(cardinality(r.seqs), 0) <> least(c.inbox_len, l.lim)
-           OR NOT EXISTS (SELECT 1 FROM corotask.tasks o WHERE o.task_id = c.task_id
-                          AND o.msg_seq = c.msg_seq AND o.attempts = c.attempts - 1) AS short
-    FROM (SELECT coalesce((SELECT q.n FROM unnest($6::text[], $9::int[]) AS q(typ, n) WHERE q.typ = c.task_type),
-                          100) AS lim) l
-    CROSS JOIN LATERAL (
-        SELECT array_agg(m.envelope ORDER BY m.seq) AS envelopes, array_agg(m.seq ORDER BY m.seq) AS seqs
-        FROM (SELECT m.envelope, m.seq FROM corotask.messages m
-              WHERE m.task_id = c.task_id AND m.seq > c.msg_popped AND m.seq <= c.msg_seq
-              ORDER BY m.seq LIMIT l.lim) m
-    ) r
-    WHERE c.inbox_len > 0
-    OFFSET 0
-) w ON true
--- The re-read, once, and only for a short window (a one-time filter too).
-LEFT JOIN LATERAL (
-    SELECT r.envelopes, r.seqs FROM corotask.inbox_window(c.task_id, c.msg_popped, c.msg_seq, w.lim) AS r
-    WHERE w.short
-    OFFSET 0
-) f ON true
-UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
-    SELECT min(n.wake_at) FROM unnest($6::text[]) AS q(typ)
-    CROSS JOIN LATERAL (
-        SELECT wake_at FROM corotask.tasks
-        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at > corotask.now() AND task_type = q.typ
-        ORDER BY wake_at
-        LIMIT 1
-    ) n), NULL, (
-    -- Each type's next floor: its oldest ready task in the statement's
-    -- snapshot (locked or not; those this statement claims included), but
-    -- no later than floorMargin before corotask.now().
-    SELECT array_agg(least(r.wake_at, corotask.now() - interval '1 second') ORDER BY f.i)
-    FROM unnest($6::text[], $10::timestamptz[]) WITH ORDINALITY AS f(typ, at, i)
-    LEFT JOIN LATERAL (
-        SELECT wake_at FROM corotask.tasks
-        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at >= coalesce(f.at, '-infinity') AND wake_at <= corotask.now() AND task_type = f.typ
-        ORDER BY wake_at
-        LIMIT 1
-    ) r ON true
-    WHERE $10::timestamptz[] IS NOT NULL), NULL::timestamptz`
-
-// ClaimReadyOrStale is ClaimReady with the search for stale claims: it also
-// claims tasks of any type $6 whose claim expired (their executor died or
-// stalled), but for the tasks $8 this executor is polling, stale claims
-// first, each capped type still within its free slots over both. A task
-// taken over from an expired claim has that attempt counted as a failure,
-// and a 'taken_over' row in its history (written whatever the type's
-// History option: takeovers are rare, and exactly what an operator looks
-// for). The last row carries the next floor of the stale search, which is
-// the oldest expiry of a claim that expired, of any type (locked or not),
-// but no later than the floor margin before now(): a claim's expiry is set
-// to now() plus a HeartbeatTimeout, so a claim taken or renewed after this
-// one is above it.
-const ClaimReadyOrStale = `
-WITH floors AS (
-    SELECT f.typ, coalesce(f.at, '-infinity') AS at FROM unnest($6::text[], $10::timestamptz[]) AS f(typ, at)
-), open_quota AS (
-    SELECT ($1::text[])[1] AS typ, $2::int AS n WHERE cardinality($1::text[]) = 1
-    UNION ALL
-    SELECT c.typ, count(*)::int FROM (
-        SELECT q.typ, r.wake_at FROM unnest($1::text[]) AS q(typ)
-        JOIN floors f ON f.typ = q.typ
-        CROSS JOIN LATERAL (
-            SELECT wake_at FROM corotask.tasks
-            WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-              AND wake_at >= f.at AND wake_at <= corotask.now() AND task_type = q.typ
-            ORDER BY wake_at
-            LIMIT $2
-        ) r
-        WHERE cardinality($1::text[]) > 1
-        ORDER BY r.wake_at
-        LIMIT $2
-    ) c GROUP BY c.typ
-), open_ready AS (
-    SELECT r.task_id, q.typ AS task_type FROM open_quota q
-    JOIN floors f ON f.typ = q.typ
-    CROSS JOIN LATERAL (
-        SELECT task_id FROM corotask.tasks
-        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at >= f.at AND wake_at <= corotask.now() AND task_type = q.typ
-        ORDER BY wake_at
-        LIMIT q.n
-        FOR UPDATE SKIP LOCKED
-    ) r
-), capped_ready AS (
-    SELECT r.task_id, q.typ AS task_type FROM unnest($3::text[], $4::int[]) AS q(typ, n)
-    JOIN floors f ON f.typ = q.typ
-    CROSS JOIN LATERAL (
-        SELECT task_id FROM corotask.tasks
-        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at >= f.at AND wake_at <= corotask.now() AND task_type = q.typ
-        ORDER BY wake_at
-        LIMIT q.n
-        FOR UPDATE SKIP LOCKED
-    ) r
-), stale AS (
+    -- Only when $12 asks: otherwise a one-time filter makes it read nothing.
     SELECT task_id, task_type, attempts, claimed_by, claimed_at FROM corotask.tasks
-    WHERE claim IS NOT NULL AND claim_expires_at < corotask.now()
+    WHERE $12::boolean AND claim IS NOT NULL AND claim_expires_at < corotask.now()
       AND claim_expires_at >= coalesce($11::timestamptz, '-infinity')
       AND done_at IS NULL AND task_type = ANY($6::text[])
       AND task_id <> ALL (coalesce($8::uuid[], '{}'))
@@ -398,7 +267,7 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
         ORDER BY claim_expires_at
         LIMIT 1
     ) s
-    WHERE $11::timestamptz IS NOT NULL)`
+    WHERE $12::boolean AND $11::timestamptz IS NOT NULL)`
 
 // ClaimFail ends a task taken over from an expired claim as failed, without
 // polling it, and tells its parent: its type's MaxFailures is reached.
