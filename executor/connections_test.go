@@ -1,0 +1,43 @@
+package executor_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/executor"
+	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/tasks"
+)
+
+func TestExecutorSurvivesKilledConnections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	admin := testdb.Pool(t, url)
+	e := executor.MustNew(testdb.Pool(t, url), fastConfig(t))
+	executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		return executor.Done(), nil
+	}))
+	start(t, e)
+
+	first, err := tasks.Create(ctx, admin, tasks.Spec{Type: "job"})
+	require.NoError(t, err)
+	waitStatus(t, admin, first, tasks.StatusDone)
+
+	var killed int
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&killed))
+	require.Positive(t, killed)
+
+	var ids []tasks.ID
+	for i := 0; i < 5; i++ {
+		id, err := tasks.Create(ctx, admin, tasks.Spec{Type: "job"})
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		waitStatus(t, admin, id, tasks.StatusDone)
+	}
+}
