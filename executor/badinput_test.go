@@ -1,9 +1,9 @@
 package executor_test
 
 // Bad input: messages and states that do not decode, pollers that return
-// nonsense, oversized or undeliverable messages, types nobody polls, and
-// SQL-looking text. Each must fail clearly, lose nothing and commit nothing
-// of the failed poll.
+// nonsense, oversized or undeliverable messages, and types nobody polls (SQL-
+// looking text: sqltext_test.go). Each must fail clearly, lose nothing and
+// commit nothing of the failed poll.
 
 import (
 	"context"
