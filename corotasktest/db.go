@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/internal/testdb"
 )
 
@@ -60,7 +61,7 @@ func WithClock(c *Clock) DBOption { return func(o *dbOptions) { o.clock = c } }
 // prepareConn sets the session's corotask.now to the clock's time, as a
 // connection leaves the pool.
 func (c *Clock) prepareConn(ctx context.Context, conn *pgx.Conn) (bool, error) {
-	_, err := conn.Exec(ctx, "SELECT set_config('corotask.now', $1, false)", c.Now().Format(time.RFC3339Nano))
+	_, err := conn.Exec(ctx, query.ClockSet, c.Now().Format(time.RFC3339Nano))
 	return err == nil, err
 }
 

@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/corotask/corotask/internal/query"
 )
 
 // Errors Run returns when a connection pooler between the executor and
@@ -102,7 +104,7 @@ func probeSessions(ctx context.Context, pool *pgxpool.Pool) (sessions, error) {
 	defer b.Release()
 	name := "corotask_probe_" + randomHex()
 	pa := a.Conn().PgConn()
-	if _, err := pa.Prepare(ctx, name, "SELECT pg_backend_pid()", nil); err != nil {
+	if _, err := pa.Prepare(ctx, name, query.BackendPID, nil); err != nil {
 		return s, err
 	}
 	// Not left on a session of the server: deallocated on the connection it
@@ -137,12 +139,12 @@ func probeRound(ctx context.Context, a, b *pgxpool.Conn, name string, s *session
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var pidB int32
-	if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&pidB); err != nil {
+	if err := tx.QueryRow(ctx, query.BackendPID, pgx.QueryExecModeSimpleProtocol).Scan(&pidB); err != nil {
 		return false, refused(err)
 	}
 
 	var pidA2 int32
-	if err := a.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&pidA2); err != nil {
+	if err := a.QueryRow(ctx, query.BackendPID, pgx.QueryExecModeSimpleProtocol).Scan(&pidA2); err != nil {
 		return false, err
 	}
 	pinned = pidB == pidA

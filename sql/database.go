@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/corotask/corotask/internal/query"
 )
 
 // maintenanceDatabases are the databases [EnsureDatabase] connects to, in
@@ -56,14 +58,14 @@ func EnsureDatabase(ctx context.Context, url string) (created bool, err error) {
 	}
 	defer admin.Close(context.WithoutCancel(ctx))
 	var exists bool
-	err = admin.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)", name).Scan(&exists)
+	err = admin.QueryRow(ctx, query.DatabaseExists, name).Scan(&exists)
 	if err != nil {
 		return false, fmt.Errorf("look for database %s: %w", name, err)
 	}
 	if exists {
 		return false, nil
 	}
-	_, err = admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	_, err = admin.Exec(ctx, query.DatabaseCreate+pgx.Identifier{name}.Sanitize())
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:

@@ -34,6 +34,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -175,10 +176,10 @@ func Migrate(ctx context.Context, db tasks.DB, opts ...Option) error {
 	var r Report
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		r = Report{}
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(lockKey)); err != nil {
+		if _, err := tx.Exec(ctx, query.SchemaLock, int64(lockKey)); err != nil {
 			return fmt.Errorf("take migration lock: %w", err)
 		}
-		if _, err := tx.Exec(ctx, bookkeeping); err != nil {
+		if _, err := tx.Exec(ctx, query.SchemaBookkeeping); err != nil {
 			return fmt.Errorf("create bookkeeping tables: %w", err)
 		}
 		if r.Migrations, r.Version, err = applyMigrations(ctx, tx, migrations); err != nil {
@@ -196,29 +197,6 @@ func Migrate(ctx context.Context, db tasks.DB, opts ...Option) error {
 	return nil
 }
 
-// bookkeeping creates the tables that record what Migrate applied.
-const bookkeeping = `CREATE SCHEMA IF NOT EXISTS corotask;
-	CREATE TABLE IF NOT EXISTS corotask.migrations (
-		version    integer     PRIMARY KEY,
-		name       text        NOT NULL,
-		applied_at timestamptz NOT NULL DEFAULT now()
-	);
-	-- Added after the first release of this table; NULL: not recorded.
-	ALTER TABLE corotask.migrations ADD COLUMN IF NOT EXISTS checksum text;
-	-- The migration's CompatibleFrom; NULL: not recorded, its version.
-	ALTER TABLE corotask.migrations ADD COLUMN IF NOT EXISTS compatible_from integer;
-	CREATE TABLE IF NOT EXISTS corotask.function_files (
-		name       text        PRIMARY KEY,
-		checksum   text        NOT NULL,
-		applied_at timestamptz NOT NULL DEFAULT now()
-	);
-	-- The functionsRelease of the build that applied the file; 0 before it
-	-- was recorded.
-	ALTER TABLE corotask.function_files ADD COLUMN IF NOT EXISTS release integer NOT NULL DEFAULT 0;
-	-- Every role that uses the schema checks, at start, that it is the one
-	-- its build needs (CheckSchema).
-	GRANT SELECT ON corotask.migrations, corotask.function_files TO PUBLIC`
-
 type appliedMigration struct {
 	Version        int32
 	Name           string
@@ -229,7 +207,7 @@ type appliedMigration struct {
 // applyMigrations applies the migrations tx has not applied yet, and returns
 // them and the schema's version afterwards.
 func applyMigrations(ctx context.Context, tx pgx.Tx, all []Migration) ([]Migration, int, error) {
-	rows, err := tx.Query(ctx, "SELECT version, name, coalesce(checksum, ''), compatible_from FROM corotask.migrations ORDER BY version")
+	rows, err := tx.Query(ctx, query.SchemaMigrationsApplied)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read applied migrations: %w", err)
 	}
@@ -274,14 +252,14 @@ func applyMigrations(ctx context.Context, tx pgx.Tx, all []Migration) ([]Migrati
 			// A migration edited after it was applied would leave this
 			// database with a schema the code does not expect.
 			if a.Checksum == "" {
-				if _, err := tx.Exec(ctx, "UPDATE corotask.migrations SET checksum = $2 WHERE version = $1", m.Version, m.Checksum()); err != nil {
+				if _, err := tx.Exec(ctx, query.SchemaMigrationChecksum, m.Version, m.Checksum()); err != nil {
 					return nil, 0, fmt.Errorf("record checksum of migration %s: %w", m.Name, err)
 				}
 			} else if a.Checksum != m.Checksum() {
 				return nil, 0, fmt.Errorf("migration %s was applied (as %s) with different contents than this build's: the schema does not match the code; restore the migration or rebuild the database", m.Name, a.Name)
 			}
 			if a.CompatibleFrom == nil {
-				if _, err := tx.Exec(ctx, "UPDATE corotask.migrations SET compatible_from = $2 WHERE version = $1", m.Version, m.CompatibleFrom); err != nil {
+				if _, err := tx.Exec(ctx, query.SchemaMigrationCompatibleFrom, m.Version, m.CompatibleFrom); err != nil {
 					return nil, 0, fmt.Errorf("record compatible-from of migration %s: %w", m.Name, err)
 				}
 			}
@@ -290,7 +268,7 @@ func applyMigrations(ctx context.Context, tx pgx.Tx, all []Migration) ([]Migrati
 		if _, err := tx.Exec(ctx, m.SQL); err != nil {
 			return nil, 0, fmt.Errorf("apply migration %s: %w", m.Name, err)
 		}
-		if _, err := tx.Exec(ctx, "INSERT INTO corotask.migrations (version, name, checksum, compatible_from) VALUES ($1, $2, $3, $4)",
+		if _, err := tx.Exec(ctx, query.SchemaMigrationRecord,
 			m.Version, m.Name, m.Checksum(), m.CompatibleFrom); err != nil {
 			return nil, 0, fmt.Errorf("record migration %s: %w", m.Name, err)
 		}
@@ -303,14 +281,14 @@ func applyMigrations(ctx context.Context, tx pgx.Tx, all []Migration) ([]Migrati
 // recorded (every one when all is set), and returns them.
 func applyFunctions(ctx context.Context, tx pgx.Tx, files []FunctionFile, all bool) ([]FunctionFile, error) {
 	var newest int
-	if err := tx.QueryRow(ctx, "SELECT coalesce(max(release), 0) FROM corotask.function_files").Scan(&newest); err != nil {
+	if err := tx.QueryRow(ctx, query.SchemaFunctionsNewestRelease).Scan(&newest); err != nil {
 		return nil, fmt.Errorf("read applied function files: %w", err)
 	}
 	if newest > functionsRelease {
 		// A newer build applied its functions: keep them (see functionsRelease).
 		return nil, nil
 	}
-	rows, err := tx.Query(ctx, "SELECT name, checksum FROM corotask.function_files")
+	rows, err := tx.Query(ctx, query.SchemaFunctionFiles)
 	if err != nil {
 		return nil, fmt.Errorf("read applied function files: %w", err)
 	}
@@ -331,9 +309,7 @@ func applyFunctions(ctx context.Context, tx pgx.Tx, files []FunctionFile, all bo
 		if _, err := tx.Exec(ctx, f.SQL); err != nil {
 			return nil, fmt.Errorf("apply function file %s: %w", f.Name, err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO corotask.function_files (name, checksum, release) VALUES ($1, $2, $3)
-			ON CONFLICT (name) DO UPDATE SET checksum = excluded.checksum, release = excluded.release, applied_at = now()`,
-			f.Name, f.Checksum(), functionsRelease); err != nil {
+		if _, err := tx.Exec(ctx, query.SchemaFunctionFileRecord, f.Name, f.Checksum(), functionsRelease); err != nil {
 			return nil, fmt.Errorf("record function file %s: %w", f.Name, err)
 		}
 		applied = append(applied, f)

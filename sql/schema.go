@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -134,23 +135,19 @@ func CheckSchema(ctx context.Context, db tasks.DB) (Schema, error) {
 func readSchema(ctx context.Context, db tasks.DB) (Schema, error) {
 	var s Schema
 	var migrations, functions bool
-	if err := db.QueryRow(ctx, `SELECT to_regclass('corotask.migrations') IS NOT NULL,
-		to_regclass('corotask.function_files') IS NOT NULL`).Scan(&migrations, &functions); err != nil {
+	if err := db.QueryRow(ctx, query.SchemaTablesExist).Scan(&migrations, &functions); err != nil {
 		return s, fmt.Errorf("check the corotask schema: %w", err)
 	}
 	if !migrations {
 		return s, nil
 	}
-	if err := db.QueryRow(ctx, `SELECT coalesce(max(version), 0),
-		coalesce(max(coalesce((to_jsonb(m) ->> 'compatible_from')::int, version)), 0)
-		FROM corotask.migrations m`).Scan(&s.Migration, &s.CompatibleFrom); err != nil {
+	if err := db.QueryRow(ctx, query.SchemaVersion).Scan(&s.Migration, &s.CompatibleFrom); err != nil {
 		return s, readError(err)
 	}
 	if !functions {
 		return s, nil
 	}
-	if err := db.QueryRow(ctx, `SELECT coalesce(max((to_jsonb(f) ->> 'release')::int), 0)
-		FROM corotask.function_files f`).Scan(&s.Functions); err != nil {
+	if err := db.QueryRow(ctx, query.SchemaFunctionsRelease).Scan(&s.Functions); err != nil {
 		return s, readError(err)
 	}
 	return s, nil
@@ -163,7 +160,7 @@ func sameFunctions(ctx context.Context, db tasks.DB) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	rows, err := db.Query(ctx, `SELECT name, checksum FROM corotask.function_files`)
+	rows, err := db.Query(ctx, query.SchemaFunctionFiles)
 	if err != nil {
 		return false, readError(err)
 	}

@@ -1,8 +1,11 @@
 // Package query holds the SQL statements the library runs, each written
 // once and named for what it does: the executor's claim and commits, the
 // heartbeat's renewal, the task client's reads and operator calls, the web
-// UI's and the CLI's listings and trees. Packages of the module run these
-// constants; none writes a statement of its own.
+// UI's and the CLI's listings and trees, Migrate's bookkeeping and the
+// schema check. The library, the web UI, the CLI, the OpenTelemetry adapter
+// and the test kit run these constants; none writes a statement of its own.
+// Tests, benchmarks and the fault harness may: they check the library from
+// outside.
 //
 // Conventions:
 //
