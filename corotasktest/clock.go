@@ -18,10 +18,15 @@ import (
 // hour is ready once the test advances the clock an hour, and polled by the
 // next RunUntilIdle. Timestamps kept for people (a claim's claimed_at, a
 // heartbeat, a message's time, the executors table) stay on the server's
-// clock. Advance the clock between polls (RunUntilIdle does not run polls
-// across an Advance): an executor's heartbeats renew its claims by the
-// server's clock, so one running polls in the background (Run) while the
-// clock jumps ahead of its HeartbeatTimeout sees them taken over.
+// clock.
+//
+// Drive the executor with RunUntilIdle (or PollOnce), not Run: a poll then
+// starts and commits between two moves of the clock. Run's own loops keep
+// the wall clock: its heartbeats renew claims on a connection outside the
+// pool, which reads the server's time, so once the clock is ahead by more
+// than HeartbeatTimeout its claims look expired and are taken over; and its
+// claim loop, waiting for the next wake_at by the wall clock, would claim in
+// a tight loop while the test clock stands still.
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -42,20 +47,21 @@ func (c *Clock) Now() time.Time {
 	return c.now
 }
 
-// Advance moves the clock forward by d and returns the new time. It panics
-// when d is negative: the clock never goes back.
+// Advance moves the clock forward by d (to the microsecond, as the
+// database keeps times) and returns the new time. It panics when d is
+// negative: the clock never goes back.
 func (c *Clock) Advance(d time.Duration) time.Time {
 	if d < 0 {
 		panic(fmt.Sprintf("corotasktest: Clock.Advance(%s): the clock never goes back", d))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+	c.now = c.now.Add(d).Truncate(time.Microsecond)
 	return c.now
 }
 
-// Set moves the clock forward to t. It panics when t is before the clock's
-// time: the clock never goes back.
+// Set moves the clock forward to t (to the microsecond). It panics when t
+// is before the clock's time: the clock never goes back.
 func (c *Clock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -63,5 +69,5 @@ func (c *Clock) Set(t time.Time) {
 		panic(fmt.Sprintf("corotasktest: Clock.Set(%s): before the clock's time %s; the clock never goes back",
 			t.Format(time.RFC3339Nano), c.now.Format(time.RFC3339Nano)))
 	}
-	c.now = t.Round(0)
+	c.now = t.Round(0).Truncate(time.Microsecond)
 }

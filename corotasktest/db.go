@@ -19,7 +19,8 @@ import (
 // pool.Config().ConnString(), the database's URL.
 //
 // With WithClock, the statements run on the pool read the time from the
-// test's Clock (see Clock).
+// test's Clock (see Clock); a connection the program under test opens by
+// itself, from the URL, reads the server's.
 //
 // It fails the test when no database server can be had (see the package
 // documentation for where it looks).

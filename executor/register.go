@@ -204,7 +204,7 @@ func recovered(where string, v any) *PanicError {
 type typed[S, M any] struct {
 	p Poller[S, M]
 	// fn is p when p is a PollerFunc, called directly: one frame less
-	// under the poller's (see Executor.run).
+	// under the poller's (see polls.run).
 	fn   PollerFunc[S, M]
 	opts typeOptions
 }
@@ -215,7 +215,7 @@ func (h *typed[S, M]) options() typeOptions { return h.opts }
 // run user code (UnmarshalJSON, Poll, MarshalJSON), so all three are inside
 // one recover: a panic is a failed poll, never the end of the process.
 // Decoding and encoding are in functions of their own, so that only this
-// small frame sits under the poller's while it runs (see Executor.run).
+// small frame sits under the poller's while it runs (see polls.run).
 func (h *typed[S, M]) poll(ctx context.Context, c *claimed) (out *outcome) {
 	defer recoverPoll(&out)
 	t, out := h.decode(c)

@@ -20,10 +20,7 @@ was canceled; polls running on canceled tasks are stopped and commit nothing.`,
 	example: `corotask cancel 01JD7X3M5Q8R9S2T4V6W8Y0Z1A`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		return func(ctx context.Context, a *app, args []string) error {
-			if err := wantArgs(args, "TASK"); err != nil {
-				return err
-			}
-			id, err := parseID("TASK", args[0])
+			id, err := taskArg(args)
 			if err != nil {
 				return err
 			}

@@ -62,10 +62,7 @@ corotask history --last 5 --stack 01JD7X3M5Q8R9S2T4V6W8Y0Z1A`,
 		stacks := fs.Bool("stack", false, "print the stack of each panicked poll")
 		asJSON := fs.Bool("json", false, "print JSON")
 		return func(ctx context.Context, a *app, args []string) error {
-			if err := wantArgs(args, "TASK"); err != nil {
-				return err
-			}
-			id, err := parseID("TASK", args[0])
+			id, err := taskArg(args)
 			if err != nil {
 				return err
 			}

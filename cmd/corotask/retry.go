@@ -25,10 +25,7 @@ corotask retry --reset-failures 01JD7X3M5Q8R9S2T4V6W8Y0Z1A`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		reset := fs.Bool("reset-failures", false, "also set the task's failures back to 0")
 		return func(ctx context.Context, a *app, args []string) error {
-			if err := wantArgs(args, "TASK"); err != nil {
-				return err
-			}
-			id, err := parseID("TASK", args[0])
+			id, err := taskArg(args)
 			if err != nil {
 				return err
 			}

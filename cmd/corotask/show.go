@@ -51,10 +51,7 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		asJSON := fs.Bool("json", false, "print JSON")
 		return func(ctx context.Context, a *app, args []string) error {
-			if err := wantArgs(args, "TASK"); err != nil {
-				return err
-			}
-			id, err := parseID("TASK", args[0])
+			id, err := taskArg(args)
 			if err != nil {
 				return err
 			}

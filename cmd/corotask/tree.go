@@ -30,10 +30,7 @@ shown, the levels nearest TASK first; a note says when the tree was cut.`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		maxNodes := fs.String("max", strconv.Itoa(defaultTreeMax), fmt.Sprintf("show at most `N` tasks (default %d)", defaultTreeMax))
 		return func(ctx context.Context, a *app, args []string) error {
-			if err := wantArgs(args, "TASK"); err != nil {
-				return err
-			}
-			id, err := parseID("TASK", args[0])
+			id, err := taskArg(args)
 			if err != nil {
 				return err
 			}

@@ -32,7 +32,7 @@ const SchemaBookkeeping = `CREATE SCHEMA IF NOT EXISTS corotask;
 	GRANT SELECT ON corotask.migrations, corotask.function_files TO PUBLIC`
 
 // SchemaMigrationsApplied lists the migrations applied: version, name,
-// checksum ('' when not recorded) and compatible_from (NULL when not
+// checksum (empty when not recorded) and compatible_from (NULL when not
 // recorded), by version.
 const SchemaMigrationsApplied = `SELECT version, name, coalesce(checksum, ''), compatible_from FROM corotask.migrations ORDER BY version`
 

@@ -6,6 +6,6 @@ package query
 // count and the wait, for each pair some task is in. It reads every task.
 const Stats = `WITH ` + Served + `
 SELECT x.task_type, x.status, count(*),
-       coalesce(extract(epoch FROM now() - min(x.wake_at) FILTER (WHERE x.status IN ('ready', 'unserved'))), 0)
+       coalesce(extract(epoch FROM corotask.now() - min(x.wake_at) FILTER (WHERE x.status IN ('ready', 'unserved'))), 0)
 FROM (SELECT t.task_type, ` + Status + ` AS status, t.wake_at FROM served s, corotask.tasks t) x
 GROUP BY 1, 2`

@@ -4,9 +4,10 @@ package query
 
 // Served is a common table expression, for a WITH, that reads the
 // executors once per statement: whether any has registered, and the types
-// the live ones serve. Status reads its row as s.
+// the live ones serve; and corotask.now(), the time statuses are computed
+// against. Status reads its row as s.
 const Served = `served AS MATERIALIZED (
-	SELECT EXISTS (SELECT 1 FROM corotask.executors) AS registered,
+	SELECT corotask.now() AS now, EXISTS (SELECT 1 FROM corotask.executors) AS registered,
 	       ARRAY(SELECT DISTINCT x FROM corotask.executors e, unnest(e.task_types) AS x
 	             WHERE e.expires_at > now()) AS types)`
 

@@ -45,6 +45,7 @@ const (
 	@states::jsonb[], @messages::jsonb[], @wake_ats::timestamptz[], @traces::jsonb[])`
 )
 
-// Now is the database's time, that of the transaction: what decides when a
+// Now is corotask's clock in the database (corotask.now(): the
+// transaction's time, unless a test's clock set it): what decides when a
 // task is due, and what the derived statuses are computed against.
-const Now = `SELECT now()`
+const Now = `SELECT corotask.now()`

@@ -14,7 +14,7 @@ const (
 	// (so that a table of a million successes costs no more than that to
 	// look through).
 	UIRecentlyFailed = `WITH ` + Served + ` SELECT ` + RowColumns + ` FROM served s, (
-			SELECT * FROM corotask.tasks t WHERE t.done_at > now() - interval '1 hour'
+			SELECT * FROM corotask.tasks t WHERE t.done_at > corotask.now() - interval '1 hour'
 			ORDER BY t.done_at DESC LIMIT 10000) t
 		WHERE t.outcome = 'failed' ORDER BY t.done_at DESC LIMIT $1`
 )

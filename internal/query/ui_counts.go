@@ -36,8 +36,8 @@ const (
 const (
 	UIThroughput        = uiThroughputSelect + uiThroughputWhere
 	UIThroughputSampled = uiThroughputSelect + ` TABLESAMPLE SYSTEM ($1)` + uiThroughputWhere
-	uiThroughputSelect  = `SELECT t.task_type, least(11, floor(extract(epoch FROM now() - t.done_at) / 300))::int,
+	uiThroughputSelect  = `SELECT t.task_type, least(11, floor(extract(epoch FROM corotask.now() - t.done_at) / 300))::int,
 		count(*)::float8, (count(*) FILTER (WHERE t.outcome = 'failed'))::float8
 	FROM corotask.tasks t`
-	uiThroughputWhere = ` WHERE t.done_at > now() - interval '1 hour' GROUP BY 1, 2`
+	uiThroughputWhere = ` WHERE t.done_at > corotask.now() - interval '1 hour' GROUP BY 1, 2`
 )

@@ -23,9 +23,10 @@
 
 -- now is corotask's clock: the time that decides when a task is due (wake_at),
 -- when a claim expires, and when a task ended (done_at, which retention
--- counts from). It is the transaction's now(), unless the transaction set
--- corotask.now (set_config('corotask.now', <timestamptz>, true)): an executor
--- run by a test with a clock of its own sets it in every transaction it opens.
+-- counts from). It is the transaction's now(), unless the session or the
+-- transaction set corotask.now (set_config('corotask.now', <timestamptz>,
+-- ...)): the test kit's clock (corotasktest.WithClock) sets it on each
+-- connection as the pool hands it out.
 -- It is inlined where it is called (LANGUAGE sql, STABLE, one expression, no
 -- SET): the planner sees current_setting() and now() in place of a call, so
 -- `wake_at <= corotask.now()` uses the index on wake_at as `<= now()` does.
