@@ -128,19 +128,14 @@ WITH floors AS (
         ORDER BY r.wake_at
         LIMIT $2
     ) c GROUP BY c.typ
-), open_ready AS (
-    SELECT r.task_id, q.typ AS task_type FROM open_quota q
-    JOIN floors f ON f.typ = q.typ
-    CROSS JOIN LATERAL (
-        SELECT task_id FROM corotask.tasks
-        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at >= f.at AND wake_at <= corotask.now() AND task_type = q.typ
-        ORDER BY wake_at
-        LIMIT q.n
-        FOR UPDATE SKIP LOCKED
-    ) r
-), capped_ready AS (
-    SELECT r.task_id, q.typ AS task_type FROM unnest($3::text[], $4::int[]) AS q(typ, n)
+), quota AS (
+    -- How many ready tasks to take of each type: of the uncapped types,
+    -- their share of the $2 oldest; of each capped type, its free slots.
+    SELECT typ, n FROM open_quota
+    UNION ALL
+    SELECT typ, n FROM unnest($3::text[], $4::int[]) AS q(typ, n)
+), ready AS (
+    SELECT r.task_id, q.typ AS task_type FROM quota q
     JOIN floors f ON f.typ = q.typ
     CROSS JOIN LATERAL (
         SELECT task_id FROM corotask.tasks
@@ -168,8 +163,7 @@ WITH floors AS (
                row_number() OVER (PARTITION BY c.task_type ORDER BY c.k) AS rank
         FROM (
             SELECT task_id, task_type, 0 AS k FROM stale
-            UNION ALL SELECT task_id, task_type, 1 FROM open_ready
-            UNION ALL SELECT task_id, task_type, 1 FROM capped_ready
+            UNION ALL SELECT task_id, task_type, 1 FROM ready
         ) c
         LEFT JOIN unnest($3::text[], $4::int[]) AS q(typ, n) ON q.typ = c.task_type
     ) p
