@@ -138,8 +138,7 @@ func (f *readyFloors) settle(req claimRequest, res claimResult, full, counted bo
 		return floorModeKept
 	}
 	// The entries a claim can use: up to total per search of a type
-	// (open_quota, then ready), and one for its next
-	// wake_at.
+	// (open_quota, then ready), and one for its next wake_at.
 	usable := int64((len(req.all) + 2) * (req.total + 1))
 	many := res.walked > floorModeEntries+usable
 	switch {
