@@ -157,9 +157,16 @@ func (cm *committer) logCommitted(ctx context.Context, c *claimed, out *outcome,
 }
 
 // fail records a failed poll: failures+1, last_error, backoff; or the end of
-// the task when it reached its type's MaxFailures. It returns a schema fault
-// that kept it from recording it (the claim is then given back).
+// the task when it reached its type's MaxFailures, or failed for good (see
+// Fail). It returns a schema fault that kept it from recording it (the
+// claim is then given back).
 func (cm *committer) fail(ctx, pctx context.Context, c *claimed, pollErr error, opts typeOptions) error {
+	maxFailures, forGood := opts.maxFailures, failsForGood(pollErr)
+	if forGood {
+		// fail_poll ends the task when failures+1 reaches max_failures: 1
+		// always does, whatever the task's failures were.
+		maxFailures = 1
+	}
 	delay := backoff(cmp.Or(opts.backoffMin, cm.cfg.BackoffMin), cmp.Or(opts.backoffMax, cm.cfg.BackoffMax), c.failures+1)
 	attrs := []any{"task", c.id, "type", c.typ, "failures", c.failures + 1, "error", pollErr}
 	// The error's text and, for a panic, its stack apart: the history keeps
@@ -176,7 +183,7 @@ func (cm *committer) fail(ctx, pctx context.Context, c *claimed, pollErr error, 
 	err := cm.retry(pctx, c, func() error {
 		return cm.pool.QueryRow(ctx, query.FailPoll, pgx.NamedArgs{
 			"task": c.id, "claim": pgtype.UUID{Bytes: c.claim, Valid: true}, "error": storableText(text),
-			"backoff": delay, "max_failures": opts.maxFailures, "outcome": outcome, "stack": storableText(stack),
+			"backoff": delay, "max_failures": maxFailures, "outcome": outcome, "stack": storableText(stack),
 			"history": opts.history(), "keep_first": cm.cfg.HistoryKeepFirst, "keep_last": cm.cfg.HistoryKeepLast,
 		}).Scan(&lost, &ended)
 	})
@@ -191,6 +198,8 @@ func (cm *committer) fail(ctx, pctx context.Context, c *claimed, pollErr error, 
 		cm.log.Error("corotask: record poll failure", append(attrs, "db_error", err)...)
 	case lost:
 		cm.log.Warn("corotask: poll failed and its claim was lost", attrs...)
+	case ended && forGood:
+		cm.log.Error("corotask: task failed for good: its poll returned executor.Fail", attrs...)
 	case ended:
 		cm.log.Error("corotask: task failed for good after too many failures", attrs...)
 	default:
