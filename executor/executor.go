@@ -64,6 +64,10 @@ var (
 	// ErrShutdown: the executor stopped before the poll finished (after
 	// Config.ShutdownTimeout). Its claim is released, not counted as a failure.
 	ErrShutdown = cause.Shutdown
+	// ErrPollTimeout: the poll ran past its type's PollTimeout. The cause
+	// wraps it, with the timeout and the type in its text; the poll counts
+	// as failed (backoff, MaxFailures), whatever it returns.
+	ErrPollTimeout = errors.New("poll timed out")
 )
 
 // Executor claims ready tasks of the types registered with it, polls them

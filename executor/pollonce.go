@@ -43,7 +43,8 @@ func (e *Executor) PollOnce(ctx context.Context) (int, error) {
 	for i, c := range got {
 		h, _ := e.env.pollers.get(c.typ)
 		ctx := e.env.hooks.pollStart(ctx, c)
-		out := h.poll(ctx, c)
+		pctx, deadline := withPollTimeout(ctx, h.options().pollTimeout, c.typ)
+		out := deadline.returned(h.poll(pctx, c))
 		e.env.hooks.pollReturned(c, out)
 		if out.err != nil {
 			errs = append(errs, fmt.Errorf("poll %s (%s): %w", c.id, c.typ, out.err))

@@ -61,14 +61,16 @@ func (p *polls) run(f *flight) {
 	// its claim, which then expires and is taken over.
 	defer p.forget(f)
 	p.beginPoll(f)
-	p.endPoll(f, f.h.poll(f.ctx, f.c))
+	p.endPoll(f, f.h.poll(f.pollCtx, f.c))
 }
 
-// beginPoll sets the poll's context to the one the hooks return.
+// beginPoll sets the poll's context to the one the hooks return, and
+// starts its type's PollTimeout, if any.
 //
 //go:noinline
 func (p *polls) beginPoll(f *flight) {
 	f.ctx = p.hooks.pollStart(f.ctx, f.c)
+	f.pollCtx, f.deadline = withPollTimeout(f.ctx, f.h.options().pollTimeout, f.c.typ)
 }
 
 // endPoll settles the outcome of f's poll. The poll's slot is freed first,
@@ -78,6 +80,7 @@ func (p *polls) beginPoll(f *flight) {
 //
 //go:noinline
 func (p *polls) endPoll(f *flight, out *outcome) {
+	out = f.deadline.returned(out)
 	p.hooks.pollReturned(f.c, out)
 	p.startWaiting(p.slots.polled(f.c))
 	p.signal()
@@ -91,6 +94,7 @@ func (p *polls) endPoll(f *flight, out *outcome) {
 func (p *polls) forget(f *flight) {
 	p.beats.remove(f.c)
 	p.startWaiting(p.slots.done(f.c))
+	f.deadline.stop()
 	f.cancel(nil)
 	p.signal()
 	p.wg.Done()

@@ -28,6 +28,8 @@ type typeOptions struct {
 	// inboxWindow is how many messages a poll is shown at most; 0 means
 	// DefaultInboxWindow.
 	inboxWindow int
+	// pollTimeout bounds how long a poll of the type may run; 0: unbounded.
+	pollTimeout time.Duration
 }
 
 // DefaultInboxWindow is how many messages of its inbox a poll is shown when
@@ -86,6 +88,21 @@ func MaxFailures(n int) Option { return func(o *typeOptions) { o.maxFailures = n
 // are read in order, a window at a time.
 func InboxWindow(n int) Option { return func(o *typeOptions) { o.inboxWindow = n } }
 
+// PollTimeout bounds how long a poll of the type may run: d after it
+// starts, its context is canceled with a cause that wraps ErrPollTimeout
+// (context.Cause(ctx) says so, naming d and the type), and the poll fails,
+// counted as any failed poll (backoff, then MaxFailures), with last_error
+// "poll timed out after d ...". Whatever the poll returns once d has passed
+// is discarded, a success included: a poller that ignores its context
+// commits nothing late. The default, 0, sets no bound; d must not be
+// negative.
+//
+// A poll whose context was canceled for another cause first (ErrShutdown,
+// ErrClaimLost, ErrRenewTimeout, ErrCanceled), or is before it settles,
+// keeps that cause's meaning: a shutdown releases its claim, uncounted; a
+// lost claim or a canceled task writes nothing.
+func PollTimeout(d time.Duration) Option { return func(o *typeOptions) { o.pollTimeout = d } }
+
 // MaxConcurrency caps how many tasks of the type this executor polls at once.
 // The default, 0, is only bounded by Config.Concurrency.
 func MaxConcurrency(n int) Option { return func(o *typeOptions) { o.concurrency = n } }
@@ -126,6 +143,9 @@ func RegisterSafely[S, M any](e *Executor, typ tasks.Type, p Poller[S, M], opts 
 	}
 	if o.backoffMin < 0 || o.backoffMax < 0 || o.backoffMin > o.backoffMax {
 		return Handle[S, M]{}, fmt.Errorf("register %s: Backoff(%s, %s): min and max must not be negative, and min must not exceed max", typ, o.backoffMin, o.backoffMax)
+	}
+	if o.pollTimeout < 0 {
+		return Handle[S, M]{}, fmt.Errorf("register %s: PollTimeout(%s): must not be negative (0: no timeout)", typ, o.pollTimeout)
 	}
 	h := &typed[S, M]{p: p, opts: o}
 	if fn, ok := p.(PollerFunc[S, M]); ok {

@@ -24,6 +24,8 @@ type flight struct {
 	h        handler
 	ctx      context.Context // the poll's (as the hooks returned it, once it started)
 	cancel   context.CancelCauseFunc
+	pollCtx  context.Context // the poller's: ctx, or one under it that its type's PollTimeout cancels
+	deadline *pollDeadline   // that PollTimeout's; nil without one
 	settling bool // the poll returned; its outcome is being committed
 }
 
