@@ -26,7 +26,7 @@ type flight struct {
 	cancel   context.CancelCauseFunc
 	pollCtx  context.Context // the poller's: ctx, or one under it that its type's PollTimeout cancels
 	deadline *pollDeadline   // that PollTimeout's; nil without one
-	settling bool // the poll returned; its outcome is being committed
+	settling bool            // the poll returned; its outcome is being committed
 }
 
 // slots counts the executor's claims against its limits: Concurrency,
