@@ -58,7 +58,8 @@
 //     lost (the task was canceled, or taken by another executor after this
 //     one stalled) or cannot be renewed within HeartbeatTimeout, the poll's
 //     context is canceled with ErrClaimLost, ErrCanceled or
-//     ErrRenewTimeout as its cause.
+//     ErrRenewTimeout as its cause; past its type's PollTimeout, with
+//     ErrPollTimeout.
 //  3. Commit. One transaction, fenced on the claim token: if the claim no
 //     longer matches, nothing is written. Otherwise the state is saved; the
 //     messages the poll popped are deleted, and those that arrived during
@@ -68,10 +69,14 @@
 //     created, messages sent and OnCommit functions run; a finished task's
 //     parent gets its completion message.
 //  4. Failure. An error or panic (or effects the database refuses, such as a
-//     message to an ended task) commits nothing of the poll: failures goes
-//     up, last_error is recorded, and the task sleeps for a capped, jittered
+//     message to an ended task, or a poll past its type's PollTimeout,
+//     whatever it returns) commits nothing of the poll: failures goes up,
+//     last_error is recorded, and the task sleeps for a capped, jittered
 //     exponential backoff. With MaxFailures, the task ends as failed after
-//     that many consecutive failures and its parent is told.
+//     that many consecutive failures and its parent is told. An error
+//     wrapped in Fail ends the task so at once, whatever MaxFailures says:
+//     the poller knows that retrying cannot help (a declined card, a
+//     malformed request). A panic or a timeout is never final by itself.
 //
 // # Guarantees
 //
@@ -88,8 +93,9 @@
 //     messages (after a crash, a failure, a lost claim), so work it does
 //     outside the commit must be idempotent. What it writes through OnCommit
 //     (and its state, spawns and sends) is committed exactly once.
-//   - When a task ends (done, failed after MaxFailures, or canceled) its
-//     parent, if still alive, receives exactly one completion message.
+//   - When a task ends (done, failed after MaxFailures or by Fail, or
+//     canceled) its parent, if still alive, receives exactly one completion
+//     message.
 //
 // # Schema
 //

@@ -97,10 +97,10 @@ func InboxWindow(n int) Option { return func(o *typeOptions) { o.inboxWindow = n
 // commits nothing late. The default, 0, sets no bound; d must not be
 // negative.
 //
-// A poll whose context was canceled for another cause first (ErrShutdown,
-// ErrClaimLost, ErrRenewTimeout, ErrCanceled), or is before it settles,
-// keeps that cause's meaning: a shutdown releases its claim, uncounted; a
-// lost claim or a canceled task writes nothing.
+// The executor's own causes win over a timeout, before or after it, until
+// the poll settles: a poll stopped by a shutdown (ErrShutdown) has its claim
+// released, no failure counted; one whose claim was lost (ErrClaimLost,
+// ErrRenewTimeout) or whose task was canceled (ErrCanceled) writes nothing.
 func PollTimeout(d time.Duration) Option { return func(o *typeOptions) { o.pollTimeout = d } }
 
 // MaxConcurrency caps how many tasks of the type this executor polls at once.
