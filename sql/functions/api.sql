@@ -471,10 +471,9 @@ $$;
 -- in its first 6 bytes, then 10 random bytes) as a uuid, as tasks.NewID
 -- makes them, for tasks that SQL creates without one (send_to_key).
 CREATE OR REPLACE FUNCTION corotask.new_task_id() RETURNS uuid
-LANGUAGE sql VOLATILE PARALLEL SAFE AS $$
-    SELECT pg_catalog.encode(pg_catalog.overlay(pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
-        PLACING pg_catalog.substring(pg_catalog.int8send(
-            (pg_catalog.extract(epoch FROM pg_catalog.clock_timestamp()) * 1000)::bigint) FROM 3)
+LANGUAGE sql VOLATILE PARALLEL SAFE SET search_path = '' AS $$
+    SELECT encode(overlay(uuid_send(gen_random_uuid())
+        PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
         FROM 1 FOR 6), 'hex')::uuid
 $$;
 
