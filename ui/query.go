@@ -147,6 +147,7 @@ func childList(ctx context.Context, db tasks.DB, parent tasks.ID, limit int) ([]
 type treeNode struct {
 	taskRow
 	Depth    int
+	Key      string // the task's key; empty when it has none
 	Children []*treeNode
 }
 
@@ -161,7 +162,7 @@ func loadTreeNodes(ctx context.Context, db tasks.DB, root tasks.ID, limit int) (
 		var n treeNode
 		t := &n.taskRow
 		err := r.Scan(&t.ID, &t.Parent, &t.Type, &t.Status, &t.WakeAt, &t.Heartbeat, &t.InboxLen,
-			&t.InboxNextLen, &t.Failures, &t.LastError, &t.CreatedAt, &t.DoneAt, &n.Depth)
+			&t.InboxNextLen, &t.Failures, &t.LastError, &t.CreatedAt, &t.DoneAt, &n.Depth, &n.Key)
 		return &n, err
 	})
 	if err != nil {
