@@ -82,7 +82,7 @@ func TestSendToKeyRefusesInvalidInput(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	for _, c := range []struct {
-		typ      tasks.Type
+		typ       tasks.Type
 		key, want string
 	}{
 		{"cart", "", "invalid task key: empty"},
@@ -98,8 +98,8 @@ func TestSendToKeyRefusesInvalidInput(t *testing.T) {
 
 	// The SQL function checks the same, for callers in SQL.
 	for key, want := range map[string]string{
-		"":        "invalid task key of task",
-		"a\x01b":  `invalid task key "a?b" of task`,
+		"":       "invalid task key of task",
+		"a\x01b": `invalid task key "a?b" of task`,
 		"日本\x1f": "control character U+001F at character 3",
 	} {
 		_, err := db.Exec(ctx, `SELECT corotask.send_to_key('cart', $1, '"m"')`, key)

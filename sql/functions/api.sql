@@ -1,7 +1,7 @@
 -- The SQL API that the Go packages and users' own SQL (functions, triggers)
 -- share: creating tasks, sending messages, and what they are built on.
 --
--- create_task(s) and send_to_task run with the rights of the schema's owner
+-- create_task(s), send_to_task and send_to_key run with the rights of the schema's owner
 -- (SECURITY DEFINER, with an empty search_path), so a role that may only send
 -- messages or create tasks needs USAGE on the schema and EXECUTE on that
 -- function, and no privilege on the table itself. EXECUTE on them is revoked
@@ -10,9 +10,11 @@
 -- Errors raised by these functions carry their own SQLSTATEs so that clients
 -- can tell them apart: CT404 (no such task), CT410 (task has ended), CT413
 -- (message or trace context too large), CT508 (a parent that would make a
--- cycle), 22023 (an invalid task type). DETAIL holds "<role> <uuid>" for
--- CT404, CT410 and CT508; for CT413, the body's size in bytes, or "trace
--- <bytes> <limit>" for a trace context.
+-- cycle), 22023 (an invalid task type or key), 23505 on tasks_live_key (a
+-- key a live task of the type holds). DETAIL holds "<role> <uuid>" for
+-- CT404, CT410, CT508 and 23505 on tasks_live_key (the task that holds the
+-- key); for CT413, the body's size in bytes, or "trace <bytes> <limit>" for
+-- a trace context.
 --
 -- The functions that join arrays of task IDs to corotask.tasks run with
 -- enable_seqscan, enable_hashjoin and enable_mergejoin off. plpgsql caches a
