@@ -2,7 +2,9 @@ package executor_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -107,4 +109,53 @@ func TestHandleKeys(t *testing.T) {
 	require.Equal(t, "k2", task.Key)
 	require.JSONEq(t, `{"N":9}`, string(task.State))
 	require.Equal(t, 1, task.InboxLen)
+}
+
+// Under Run, whose committer batches polls, many parents spawn children
+// with the same keys at once: each key is created once, and the polls
+// whose keys were taken fail (and are retried) rather than commit.
+func TestSpawnKeyedRacesUnderRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	cfg := fastConfig(t)
+	cfg.BackoffMin, cfg.BackoffMax = time.Hour, time.Hour
+	e := executor.MustNew(db, cfg)
+	executor.Register(e, "keyed.parent", executor.PollerFunc[string, string](func(ctx context.Context, t *executor.Task[string, string]) (executor.Action, error) {
+		keyedChildren.SpawnKeyed(t, t.State, keyedChild{}, nil)
+		return executor.Suspend(), nil
+	}))
+	const parents = 20
+	specs := make([]tasks.Spec, parents)
+	for i := range specs {
+		specs[i] = tasks.Spec{Type: "keyed.parent", State: fmt.Sprintf("k%d", i%4)}
+	}
+	ids, err := tasks.CreateMany(ctx, db, specs)
+	require.NoError(t, err)
+	start(t, e)
+	waitFor(t, "every parent polled", func() bool {
+		var polled int
+		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks
+			WHERE task_id = ANY ($1) AND (live_children > 0 OR failures > 0)`, ids).Scan(&polled))
+		return polled == parents
+	})
+	var done, failed int
+	for _, id := range ids {
+		task, err := tasks.Get(ctx, db, id)
+		require.NoError(t, err)
+		if task.LiveChildren == 1 {
+			require.Zero(t, task.Failures)
+			done++
+			continue
+		}
+		failed++
+		require.Contains(t, task.LastError, "task already exists", id)
+	}
+	require.Equal(t, 4, done, "one parent per key committed")
+	require.Equal(t, parents-4, failed)
+	for i := range 4 {
+		child, err := tasks.GetByKey(ctx, db, keyedChildren.Type(), fmt.Sprintf("k%d", i))
+		require.NoError(t, err)
+		require.Contains(t, ids, child.Parent)
+	}
 }
