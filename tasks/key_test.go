@@ -146,3 +146,26 @@ func TestDatabaseRefusesInvalidKeys(t *testing.T) {
 		require.ErrorContains(t, err, "tasks_key_valid", "%q", key)
 	}
 }
+
+// A failed task whose key another live task took meanwhile cannot be
+// restarted: two live tasks of a type never share a key.
+func TestRestartRefusedWhenTheKeyIsTaken(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	failed, err := tasks.Create(ctx, db, tasks.Spec{Type: "order", Key: "k"})
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET outcome = 'failed', done_at = now(), wake_at = NULL,
+		failures = 3, last_error = 'boom' WHERE task_id = $1`, failed)
+	require.NoError(t, err)
+	holder, err := tasks.Create(ctx, db, tasks.Spec{Type: "order", Key: "k"})
+	require.NoError(t, err)
+	err = tasks.Restart(ctx, db, failed)
+	require.ErrorIs(t, err, tasks.ErrExists)
+	require.ErrorContains(t, err, "tasks_live_key")
+	require.NoError(t, tasks.Cancel(ctx, db, holder))
+	require.NoError(t, tasks.Restart(ctx, db, failed))
+	got, err := tasks.GetByKey(ctx, db, "order", "k")
+	require.NoError(t, err)
+	require.Equal(t, failed, got.ID)
+}
