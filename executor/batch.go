@@ -235,6 +235,7 @@ type spawnJSON struct {
 	Msg   json.RawMessage   `json:"msg,omitempty"`
 	Trace map[string]string `json:"trace,omitempty"`
 	Claim string            `json:"claim,omitempty"` // see eager.go
+	Key   string            `json:"key,omitempty"`
 }
 
 type sendJSON struct {
@@ -302,7 +303,7 @@ func (cm *committer) commitArgs(batch []*pendingCommit) (pgx.NamedArgs, error) {
 		for j, s := range out.spawns {
 			st, _ := s.State.([]byte)
 			m, _ := s.Message.([]byte)
-			sp := spawnJSON{ID: s.ID.UUID(), Type: s.Type, State: st, Msg: m, Trace: out.trace}
+			sp := spawnJSON{ID: s.ID.UUID(), Type: s.Type, State: st, Msg: m, Trace: out.trace, Key: s.Key}
 			if p.childClaims != nil && p.childClaims[j] != ([16]byte{}) {
 				sp.Claim = tasks.ID(p.childClaims[j]).UUID()
 				claimedBy = pgtype.UUID{Bytes: cm.id, Valid: true}

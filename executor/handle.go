@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/corotask/corotask/inbox"
@@ -55,6 +56,23 @@ func (h Handle[S, M]) CreateAt(ctx context.Context, db tasks.DB, state S, msg *M
 	return tasks.Create(ctx, db, spec)
 }
 
+// CreateKeyed is Create with a key for the task (see tasks.Spec.Key): it
+// fails with tasks.ErrExists, an *tasks.ExistsError that names the task,
+// when a live task of this type has the key.
+func (h Handle[S, M]) CreateKeyed(ctx context.Context, db tasks.DB, key string, state S) (tasks.ID, error) {
+	if key == "" {
+		return tasks.ID{}, fmt.Errorf("create task of type %q: %w", h.typ, tasks.ValidateKey(key))
+	}
+	return tasks.Create(ctx, db, tasks.Spec{Type: h.typ, State: state, Key: key})
+}
+
+// SendToKey sends msg from outside any task to the live task of this type
+// with key key, creating it with initial state state when there is none,
+// and returns its ID; see inbox.SendToKey.
+func (h Handle[S, M]) SendToKey(ctx context.Context, db tasks.DB, key string, msg M, state S) (tasks.ID, error) {
+	return inbox.SendToKey(ctx, db, h.typ, key, msg, state)
+}
+
 // Send sends msg to task to, a task of this type, from outside any task. See
 // inbox.Send for its errors. It does not check to's type: that would cost a
 // query per message.
@@ -74,6 +92,19 @@ func (h Handle[S, M]) Spawn(parent Poll, state S) tasks.ID {
 func (h Handle[S, M]) SpawnWith(parent Poll, state S, msg M) tasks.ID {
 	id := tasks.NewID()
 	parent.pollEffects().spawn(id, h.typ, state, msg)
+	return id
+}
+
+// SpawnKeyed asks, from a poll, for a child task of this type with key key
+// and the given state (and a first message, when msg is not nil), created
+// when the poll commits; see Task.SpawnKeyed.
+func (h Handle[S, M]) SpawnKeyed(parent Poll, key string, state S, msg *M) tasks.ID {
+	id := tasks.NewID()
+	var m any
+	if msg != nil {
+		m = *msg
+	}
+	parent.pollEffects().spawnWithKey(id, h.typ, key, state, m)
 	return id
 }
 

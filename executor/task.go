@@ -77,6 +77,17 @@ func (t *Task[S, M]) Spawn(typ tasks.Type, state, msg any) tasks.ID {
 	return id
 }
 
+// SpawnKeyed is Spawn with a key for the child (see tasks.Spec.Key): no two
+// live tasks of type typ have the same key. A key that a live task of the
+// type holds, or another child of the same commit, fails the commit, and so
+// the poll, with tasks.ErrExists naming the task that holds it; an invalid
+// key (see tasks.ValidateKey) fails the poll too.
+func (t *Task[S, M]) SpawnKeyed(typ tasks.Type, key string, state, msg any) tasks.ID {
+	id := tasks.NewID()
+	t.eff().spawnWithKey(id, typ, key, state, msg)
+	return id
+}
+
 // Send asks for msg to be sent to task to, from this task, when the poll
 // commits. Messages are sent in the order of the calls. Sending to a task that
 // does not exist or has ended fails the commit, and so the poll.
@@ -93,6 +104,21 @@ func (t *Task[S, M]) OnCommit(fn func(ctx context.Context, tx pgx.Tx) error) {
 }
 
 func (e *effects) spawn(id tasks.ID, typ tasks.Type, state, msg any) {
+	e.spawnKeyed(id, typ, "", state, msg)
+}
+
+// spawnWithKey asks for a child with key key, which must not be empty: a
+// spawn without a key is Spawn.
+func (e *effects) spawnWithKey(id tasks.ID, typ tasks.Type, key string, state, msg any) {
+	if key == "" {
+		e.fail(fmt.Errorf("spawn %s: %w", typ, tasks.ValidateKey(key)))
+		return
+	}
+	e.spawnKeyed(id, typ, key, state, msg)
+}
+
+// spawnKeyed asks for a child with key key ("": none).
+func (e *effects) spawnKeyed(id tasks.ID, typ tasks.Type, key string, state, msg any) {
 	if err := typ.Validate(); err != nil {
 		e.fail(fmt.Errorf("spawn: %w", err))
 		return
@@ -107,7 +133,13 @@ func (e *effects) spawn(id tasks.ID, typ tasks.Type, state, msg any) {
 		e.fail(fmt.Errorf("spawn %s: message: %w", typ, err))
 		return
 	}
-	e.spawns = append(e.spawns, tasks.Spec{ID: id, Type: typ, State: st, Message: m})
+	if key != "" {
+		if err := tasks.ValidateKey(key); err != nil {
+			e.fail(fmt.Errorf("spawn %s: %w", typ, err))
+			return
+		}
+	}
+	e.spawns = append(e.spawns, tasks.Spec{ID: id, Type: typ, State: st, Message: m, Key: key})
 }
 
 func (e *effects) send(to tasks.ID, msg any) {

@@ -1,7 +1,9 @@
 // Package inbox is how tasks receive messages: Send delivers one (from Go;
 // corotask.send_to_task does the same from SQL), SendAsOperator delivers one
 // and records it in the task's history (for operators' tools: corotask send,
-// the web UI), and a poller reads its pending messages through an Inbox.
+// the web UI), SendToKey delivers one to the live task of a type with a key,
+// creating it when there is none (corotask.send_to_key from SQL), and a
+// poller reads its pending messages through an Inbox.
 //
 // Each message is a row of corotask.messages, keyed by the recipient's ID
 // and its place in that task's inbox (seq, from 1, in the order delivered);

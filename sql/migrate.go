@@ -2,8 +2,8 @@
 //
 // Everything corotask stores lives in the PostgreSQL schema "corotask": the
 // table corotask.tasks, the SQL functions corotask.create_task,
-// corotask.send_to_task and corotask.cancel_task (usable from users' own
-// functions and triggers), and two bookkeeping tables: corotask.migrations,
+// corotask.send_to_task, corotask.send_to_key and corotask.cancel_task
+// (usable from users' own functions and triggers), and two bookkeeping tables: corotask.migrations,
 // which records the migrations applied, and corotask.function_files, which
 // records the function files applied.
 //

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/internal/jsonenc"
 	"github.com/corotask/corotask/internal/query"
 )
@@ -29,11 +28,18 @@ type Spec struct {
 	Message any
 	// WakeAt is when the task is first polled; zero means now.
 	WakeAt time.Time
+	// Key, when not empty, names the task among the live tasks of its
+	// type: no two of them have the same key (a second is refused with an
+	// *ExistsError naming the first), and GetByKey and inbox.SendToKey find
+	// it by it. Once the task has ended, the key is free again. See
+	// ValidateKey for what a key may hold.
+	Key string
 }
 
-// Create creates one task and returns its ID. It fails with ErrExists when the
-// ID is taken, and with ErrNotFound or ErrEnded when the parent does not exist
-// or has ended.
+// Create creates one task and returns its ID. It fails with ErrExists (an
+// *ExistsError that names the task) when the ID is taken or a live task of
+// the type has the spec's Key, and with ErrNotFound or ErrEnded when the
+// parent does not exist or has ended.
 func Create(ctx context.Context, db DB, spec Spec) (ID, error) {
 	ids, err := CreateMany(ctx, db, []Spec{spec})
 	if err != nil {
@@ -60,6 +66,7 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 		states   = make([][]byte, len(specs))
 		messages = make([][]byte, len(specs))
 		wakeAts  = make([]*time.Time, len(specs))
+		keys     []*string // nil: no spec has a key
 		err      error
 	)
 	withParent := false
@@ -82,6 +89,15 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 		if !s.WakeAt.IsZero() {
 			wakeAts[i] = &specs[i].WakeAt
 		}
+		if s.Key != "" {
+			if err := ValidateKey(s.Key); err != nil {
+				return nil, fmt.Errorf("create task %s: %w", ids[i], err)
+			}
+			if keys == nil {
+				keys = make([]*string, len(specs))
+			}
+			keys[i] = &specs[i].Key
+		}
 	}
 	if withParent {
 		if err := refuseParentCycles(ids, parents); err != nil {
@@ -90,25 +106,33 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 	}
 	args := pgx.NamedArgs{"ids": ids, "types": types, "parents": parents, "states": states,
 		"messages": messages, "wake_ats": wakeAts}
-	if carrier := TraceFrom(ctx); carrier == nil {
-		_, err = db.Exec(ctx, query.TasksCreate, args)
-	} else {
-		var trace []byte
-		if trace, err = json.Marshal(carrier); err != nil {
+	var traces [][]byte
+	if carrier := TraceFrom(ctx); carrier != nil {
+		trace, err := json.Marshal(carrier)
+		if err != nil {
 			return nil, fmt.Errorf("create tasks: trace context: %w", err)
 		}
-		traces := make([][]byte, len(specs))
+		traces = make([][]byte, len(specs))
 		for i := range traces {
 			traces[i] = trace
 		}
+	}
+	switch {
+	case keys != nil:
+		// Only a call with keys needs the form that takes them.
+		args["traces"], args["keys"] = traces, keys
+		_, err = db.Exec(ctx, query.TasksCreateKeyed, args)
+	case traces != nil:
 		args["traces"] = traces
 		_, err = db.Exec(ctx, query.TasksCreateTraced, args)
+	default:
+		_, err = db.Exec(ctx, query.TasksCreate, args)
 	}
 	if err != nil {
 		if len(specs) == 1 {
-			return nil, fmt.Errorf("create task %s: %w", ids[0], dberr.Translate(err))
+			return nil, fmt.Errorf("create task %s: %w", ids[0], translate(err))
 		}
-		return nil, fmt.Errorf("create %d tasks: %w", len(specs), dberr.Translate(err))
+		return nil, fmt.Errorf("create %d tasks: %w", len(specs), translate(err))
 	}
 	return ids, nil
 }

@@ -10,7 +10,9 @@ import "github.com/corotask/corotask/internal/dberr"
 var (
 	// ErrNotFound: the task (or the parent named in a Spec) does not exist.
 	ErrNotFound = dberr.NotFound
-	// ErrExists: a task with this ID exists already.
+	// ErrExists: a task with this ID exists already, or a live task of the
+	// same type has this key (see Spec.Key). The error is an *ExistsError
+	// that names the task, when the database named it.
 	ErrExists = dberr.Exists
 	// ErrEnded: the task is done, failed or canceled, so it takes no more
 	// messages, children or cancellation.
@@ -45,3 +47,26 @@ const MaxMessageBytes = dberr.MaxMessageBytes
 // are refused with ErrTooLarge. With MaxMessageBytes it bounds what one
 // message stores, whoever sends it.
 const MaxTraceBytes = dberr.MaxTraceBytes
+
+// ExistsError is the error Create and CreateMany return when a task could
+// not be created because another exists: one with its ID, or a live one of
+// its type with its key (see Spec.Key). errors.Is(err, ErrExists) holds.
+type ExistsError struct {
+	// ID is the task that exists: the ID that was taken, or the live task
+	// that holds the key.
+	ID  ID
+	err error
+}
+
+func (e *ExistsError) Error() string { return e.err.Error() }
+func (e *ExistsError) Unwrap() error { return e.err }
+
+// translate is dberr.Translate, with an *ExistsError for a task that exists
+// and that the database named.
+func translate(err error) error {
+	err = dberr.Translate(err)
+	if id, ok := dberr.ExistingTask(err); ok {
+		return &ExistsError{ID: ID(id), err: err}
+	}
+	return err
+}

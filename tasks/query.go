@@ -13,19 +13,46 @@ import (
 // Get returns the task with the given ID, with its pending messages, or
 // ErrNotFound.
 func Get(ctx context.Context, db DB, id ID) (*Task, error) {
-	var inbox, next [][]byte
-	t, err := scanTask(db.QueryRow(ctx, query.TaskGet, id), &inbox, &next)
+	t, err := scanWithMessages(db.QueryRow(ctx, query.TaskGet, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get task %s: %w", id, dberr.Translate(err))
 	}
+	return t, nil
+}
+
+// scanWithMessages reads a task and its pending messages from row (see
+// query.TaskGet).
+func scanWithMessages(row pgx.Row) (*Task, error) {
+	var inbox, next [][]byte
+	t, err := scanTask(row, &inbox, &next)
+	if err != nil {
+		return nil, err
+	}
 	for _, m := range inbox {
 		t.Inbox = append(t.Inbox, m)
 	}
 	for _, m := range next {
 		t.InboxNext = append(t.InboxNext, m)
+	}
+	return t, nil
+}
+
+// GetByKey returns the live task of type typ with key key (see Spec.Key),
+// as Get returns a task, or ErrNotFound when no live task of the type has
+// the key (none ever had, or the last one has ended).
+func GetByKey(ctx context.Context, db DB, typ Type, key string) (*Task, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, fmt.Errorf("get task by key: %w", err)
+	}
+	t, err := scanWithMessages(db.QueryRow(ctx, query.TaskGetByKey, string(typ), key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: no live task of type %q has key %q", ErrNotFound, typ, key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get task of type %q by key %q: %w", typ, key, dberr.Translate(err))
 	}
 	return t, nil
 }
@@ -38,6 +65,8 @@ type Filter struct {
 	Type   Type
 	Status Status
 	Parent ID
+	// Key returns only tasks with this key (of any type, live or ended).
+	Key string
 	// Failing returns only tasks that failed for good, or whose last poll
 	// failed (Failures > 0).
 	Failing bool
@@ -68,7 +97,7 @@ func List(ctx context.Context, db DB, f Filter) ([]*Task, error) {
 		return nil, fmt.Errorf("invalid list limit %d: must not be negative", f.Limit)
 	}
 	l := query.TaskList{Columns: query.TaskColumns, Type: string(f.Type), Status: string(f.Status),
-		Parent: f.Parent, After: f.After, Before: f.Before, Newest: f.NewestFirst, Limit: f.Limit}
+		Parent: f.Parent, Key: f.Key, After: f.After, Before: f.Before, Newest: f.NewestFirst, Limit: f.Limit}
 	if f.Failing {
 		l.Failing = query.WithFailures
 	}

@@ -44,6 +44,8 @@ type Task struct {
 	// whichever is latest. Messages arriving do not count (those operators
 	// sent, recorded in the history, neither).
 	UpdatedAt time.Time
+	// Key is the task's key (see Spec.Key); empty when it has none.
+	Key string
 	// Inbox and InboxNext are the pending messages, oldest first, each a JSON
 	// object {"from": ..., "body": ..., ...}. Only Get fills them.
 	Inbox, InboxNext []json.RawMessage
@@ -57,7 +59,7 @@ func scanTask(row pgx.Row, extra ...any) (*Task, error) {
 	var heartbeat *time.Time
 	dest := append([]any{&t.ID, &t.Parent, &typ, &status, &t.State, &t.Result,
 		&t.WakeAt, &heartbeat, &t.InboxLen, &t.InboxNextLen, &t.Failures,
-		&t.LastError, &t.CreatedAt, &t.DoneAt, &t.Attempts, &t.LiveChildren, &t.AwaitingChildren, &t.ClaimedBy, &t.ClaimedAt, &t.UpdatedAt}, extra...)
+		&t.LastError, &t.CreatedAt, &t.DoneAt, &t.Attempts, &t.LiveChildren, &t.AwaitingChildren, &t.ClaimedBy, &t.ClaimedAt, &t.UpdatedAt, &t.Key}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}

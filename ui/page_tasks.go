@@ -61,6 +61,12 @@ func parseListQuery(q url.Values, now time.Time) (listQuery, error) {
 			return l, badRequest("parent: %v", err)
 		}
 	}
+	if s := q.Get("key"); s != "" {
+		if err := tasks.ValidateKey(s); err != nil {
+			return l, badRequest("key: %v", err)
+		}
+		l.Key = s
+	}
 	if s := q.Get("after"); s != "" {
 		if l.After, err = tasks.ParseID(s); err != nil {
 			return l, badRequest("after: %v", err)

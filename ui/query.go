@@ -42,6 +42,7 @@ type listQuery struct {
 	Type    string
 	Status  tasks.Status
 	Parent  tasks.ID
+	Key     string    // tasks with this key (see tasks.Spec.Key)
 	Failing bool      // live tasks whose last poll failed
 	Since   time.Time // created at or after
 	Until   time.Time // created before
@@ -65,7 +66,7 @@ func listTasks(ctx context.Context, db tasks.DB, q listQuery) ([]taskRow, bool, 
 	// IDs are ULIDs: their first 48 bits are the creation time in
 	// milliseconds, so a time range is a range of the primary key.
 	l := query.TaskList{Columns: query.RowColumns, Type: q.Type, Status: string(q.Status), StatusIndexed: true, Parent: q.Parent,
-		Newest: q.Newest, Limit: q.Limit + 1}
+		Key: q.Key, Newest: q.Newest, Limit: q.Limit + 1}
 	if q.Failing {
 		l.Failing = query.LiveWithFailures
 	}
@@ -147,6 +148,7 @@ func childList(ctx context.Context, db tasks.DB, parent tasks.ID, limit int) ([]
 type treeNode struct {
 	taskRow
 	Depth    int
+	Key      string // the task's key; empty when it has none
 	Children []*treeNode
 }
 
@@ -161,7 +163,7 @@ func loadTreeNodes(ctx context.Context, db tasks.DB, root tasks.ID, limit int) (
 		var n treeNode
 		t := &n.taskRow
 		err := r.Scan(&t.ID, &t.Parent, &t.Type, &t.Status, &t.WakeAt, &t.Heartbeat, &t.InboxLen,
-			&t.InboxNextLen, &t.Failures, &t.LastError, &t.CreatedAt, &t.DoneAt, &n.Depth)
+			&t.InboxNextLen, &t.Failures, &t.LastError, &t.CreatedAt, &t.DoneAt, &n.Depth, &n.Key)
 		return &n, err
 	})
 	if err != nil {

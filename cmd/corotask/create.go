@@ -17,8 +17,11 @@ var createCmd = &command{
 	summary: "create a task and print its ID",
 	help: `Create a task and print its ID. It is polled at once, or at --at, or after
 --in, by an executor that has a poller for its type. With --message, the new
-task's inbox starts with that message (from its parent, if any).`,
+task's inbox starts with that message (from its parent, if any). With --key,
+the task has that key, which no other live task of its type may have (see
+'corotask send --key').`,
 	example: `corotask create --type orders.checkout --state '{"order": 42}'
+corotask create --type orders.checkout --key order-42
 corotask create --type reminder --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --in 2h`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		typ := fs.String("type", "", "the task's `TYPE`, e.g. orders.checkout (required)")
@@ -28,6 +31,7 @@ corotask create --type reminder --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --in 2h`,
 		at := fs.String("at", "", "first poll at `TIME` (RFC 3339, e.g. 2025-01-02T15:04:05Z; default: now)")
 		in := fs.String("in", "", "first poll after `DURATION` (e.g. 90s, 2h; default: now)")
 		id := fs.String("id", "", "the new task's `ID` (default: a new ULID)")
+		key := fs.String("key", "", "the task's `KEY`, unique among the live tasks of its type (default: none)")
 		return func(ctx context.Context, a *app, args []string) error {
 			if err := wantArgs(args); err != nil {
 				return err
@@ -39,6 +43,12 @@ corotask create --type reminder --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --in 2h`,
 			spec := tasks.Spec{Type: tasks.Type(*typ)}
 			if err := spec.Type.Validate(); err != nil {
 				return usagef("--type: %v", err)
+			}
+			if isSet(fs, "key") {
+				if err := tasks.ValidateKey(*key); err != nil {
+					return usagef("--key: %v", err)
+				}
+				spec.Key = *key
 			}
 			var err error
 			if spec.ID, err = parseOptionalID("--id", *id); err != nil {
@@ -88,4 +98,12 @@ corotask create --type reminder --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --in 2h`,
 			})
 		}
 	},
+}
+
+// isSet says whether flag name was given on the command line (an empty
+// value included).
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

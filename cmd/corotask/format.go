@@ -21,6 +21,7 @@ import (
 type taskJSON struct {
 	ID           tasks.ID        `json:"id"`
 	Type         tasks.Type      `json:"type"`
+	Key          *string         `json:"key"` // null when the task has none
 	Status       tasks.Status    `json:"status"`
 	Parent       tasks.ID        `json:"parent"` // the zero ID encodes as null
 	WakeAt       *time.Time      `json:"wake_at"`
@@ -51,6 +52,9 @@ func toJSON(t *tasks.Task) taskJSON {
 		State: t.State, Result: t.Result,
 		Attempts: t.Attempts, ClaimedBy: t.ClaimedBy, ClaimedAt: t.ClaimedAt, UpdatedAt: t.UpdatedAt,
 		LiveChildren: t.LiveChildren, AwaitingChildren: t.AwaitingChildren,
+	}
+	if t.Key != "" {
+		j.Key = &t.Key
 	}
 	if !t.Heartbeat.IsZero() {
 		hb := t.Heartbeat

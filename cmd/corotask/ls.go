@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -16,7 +18,7 @@ import (
 var lsCmd = &command{
 	name:    "ls",
 	summary: "list tasks",
-	help: `List tasks, newest first: ID, type, status, when the task was created and
+	help: `List tasks, newest first: ID, type, key (when a task listed has one), status, when the task was created and
 last updated (claimed, polled, acted on or ended), when it wants its next
 poll (WAKE), the age of its executor's heartbeat when it is running, the
 messages in its inbox and in inbox_next (NEXT), and its consecutive failures.
@@ -26,12 +28,14 @@ docs/cli.md). At most --limit tasks are listed; pass the last ID to --before
 for the next page.`,
 	example: `corotask ls --status suspended --type orders.checkout
 corotask ls --failing
+corotask ls --key order-42
 corotask ls --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --json`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		typ := fs.String("type", "", "only tasks of `TYPE`")
 		status := fs.String("status", "", "only tasks in `STATUS`: ready, unserved, sleeping, retrying, suspended, running, stale, done, failed or canceled")
 		failing := fs.Bool("failing", false, "only tasks whose last poll failed, or that failed for good")
 		parent := fs.String("parent", "", "only the children of `TASK`")
+		key := fs.String("key", "", "only tasks with `KEY` (of any type, live or ended)")
 		before := fs.String("before", "", "only tasks created before `TASK` (the next page)")
 		after := fs.String("after", "", "only tasks created after `TASK`")
 		limit := fs.String("limit", strconv.Itoa(tasks.DefaultListLimit), fmt.Sprintf("list at most `N` tasks (default %d)", tasks.DefaultListLimit))
@@ -41,6 +45,12 @@ corotask ls --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --json`,
 				return err
 			}
 			f := tasks.Filter{Type: tasks.Type(*typ), Failing: *failing, NewestFirst: true}
+			if isSet(fs, "key") {
+				if err := tasks.ValidateKey(*key); err != nil {
+					return usagef("--key: %v", err)
+				}
+				f.Key = *key
+			}
 			var err error
 			if *status != "" {
 				s, err := tasks.ParseStatus(*status)
@@ -83,10 +93,22 @@ corotask ls --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --json`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTYPE\tSTATUS\tCREATED\tUPDATED\tWAKE\tHEARTBEAT\tINBOX\tNEXT\tFAILURES")
+			// The KEY column is there when a task listed has a key.
+			keyed := slices.ContainsFunc(list, func(t *tasks.Task) bool { return t.Key != "" })
+			keyCell := func(t *tasks.Task) string {
+				if !keyed {
+					return ""
+				}
+				return cmp.Or(oneLine(t.Key), "-") + "\t"
+			}
+			if keyed {
+				fmt.Fprintln(tw, "ID\tTYPE\tKEY\tSTATUS\tCREATED\tUPDATED\tWAKE\tHEARTBEAT\tINBOX\tNEXT\tFAILURES")
+			} else {
+				fmt.Fprintln(tw, "ID\tTYPE\tSTATUS\tCREATED\tUPDATED\tWAKE\tHEARTBEAT\tINBOX\tNEXT\tFAILURES")
+			}
 			for _, t := range list {
 				hb := &t.Heartbeat
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", t.ID, oneLine(string(t.Type)), oneLine(string(t.Status)),
+				fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", t.ID, oneLine(string(t.Type)), keyCell(t), oneLine(string(t.Status)),
 					relative(&t.CreatedAt, now), relative(&t.UpdatedAt, now),
 					relative(t.WakeAt, now), relative(hb, now), t.InboxLen, t.InboxNextLen, t.Failures)
 			}

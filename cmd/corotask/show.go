@@ -38,22 +38,43 @@ const showHistory = 5
 
 var showCmd = &command{
 	name:    "show",
-	args:    "TASK",
+	args:    "(TASK | --type TYPE --key KEY)",
 	summary: "show everything about one task",
 	help: `Show everything about task TASK: its type, status and parent, its state as
 indented JSON, the messages in its inbox and inbox_next with when each was
 sent, the executor holding it and the age of its heartbeat, its failures and
 last error, its result, how many children it has in each status, and the
 last 5 entries of its history (see 'corotask history'). With --json, print
-one JSON object (see docs/cli.md).`,
+one JSON object (see docs/cli.md). With --type and --key instead of TASK,
+show the live task of that type with that key.`,
 	example: `corotask show 01JD7X3M5Q8R9S2T4V6W8Y0Z1A
+corotask show --type orders.checkout --key order-42
 corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		asJSON := fs.Bool("json", false, "print JSON")
+		typ := fs.String("type", "", "with --key: the `TYPE` of the task")
+		key := fs.String("key", "", "show the live task of --type with this `KEY`")
 		return func(ctx context.Context, a *app, args []string) error {
-			id, err := taskArg(args)
-			if err != nil {
-				return err
+			var id tasks.ID
+			var err error
+			byKey := isSet(fs, "key")
+			if byKey {
+				if err := wantArgs(args); err != nil {
+					return err
+				}
+				if *typ == "" {
+					return usagef("--key needs --type")
+				}
+				if err := tasks.ValidateKey(*key); err != nil {
+					return usagef("--key: %v", err)
+				}
+			} else {
+				if *typ != "" {
+					return usagef("--type goes with --key")
+				}
+				if id, err = taskArg(args); err != nil {
+					return err
+				}
 			}
 			var (
 				t        *tasks.Task
@@ -65,9 +86,15 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 			)
 			err = a.readSnapshot(ctx, func(tx pgx.Tx, txNow time.Time) error {
 				now = txNow
-				if t, err = tasks.Get(ctx, tx, id); err != nil {
+				if byKey {
+					t, err = tasks.GetByKey(ctx, tx, tasks.Type(*typ), *key)
+				} else {
+					t, err = tasks.Get(ctx, tx, id)
+				}
+				if err != nil {
 					return err
 				}
+				id = t.ID
 				if children, err = countChildren(ctx, tx, id); err != nil {
 					return err
 				}
@@ -140,6 +167,9 @@ func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []ta
 	row("id", t.ID.String())
 	row("uuid", t.ID.UUID()) // how SQL (send_to_task, the table) names it
 	row("type", oneLine(string(t.Type)))
+	if t.Key != "" {
+		row("key", t.Key)
+	}
 	row("status", string(t.Status))
 	row("parent", idOrDash(t.Parent))
 	row("created", timestamp(&t.CreatedAt, now))

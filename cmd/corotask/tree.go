@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"text/tabwriter"
@@ -24,7 +26,8 @@ var treeCmd = &command{
 	args:    "TASK",
 	summary: "show a task and its descendants as a tree",
 	help: `Show task TASK and its descendants as a tree, one task per line: ID, type and
-status, children in the order they were created. At most --max tasks are
+status (and key, when a task of the tree has one), children in the order
+they were created. At most --max tasks are
 shown, the levels nearest TASK first; a note says when the tree was cut.`,
 	example: `corotask tree 01JD7X3M5Q8R9S2T4V6W8Y0Z1A`,
 	flags: func(fs *flag.FlagSet) runFunc {
@@ -72,6 +75,7 @@ type treeNode struct {
 	ID, Parent tasks.ID
 	Type       string
 	Status     string
+	Key        string // "": none
 }
 
 // loadTree returns the task root and its descendants, breadth first (all the
@@ -84,9 +88,10 @@ func loadTree(ctx context.Context, db tasks.DB, root tasks.ID, limit int) ([]tre
 	}
 	var n treeNode
 	var out []treeNode
-	// The first four columns; nil skips the others.
+	// The first four columns and the last, the key; nil skips the others.
 	scans := make([]any, len(rows.FieldDescriptions()))
 	copy(scans, []any{&n.ID, &n.Parent, &n.Type, &n.Status})
+	scans[len(scans)-1] = &n.Key
 	_, err = pgx.ForEachRow(rows, scans, func() error {
 		out = append(out, n)
 		return nil
@@ -128,7 +133,13 @@ func printTree(w io.Writer, nodes []treeNode) error {
 		sort.Slice(c, func(i, j int) bool { return string(c[i].ID[:]) < string(c[j].ID[:]) })
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	// A column of keys is there when a task of the tree has one.
+	keyed := slices.ContainsFunc(nodes, func(n treeNode) bool { return n.Key != "" })
 	line := func(prefix string, n treeNode) {
+		if keyed {
+			fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", prefix, n.ID, oneLine(n.Type), oneLine(n.Status), cmp.Or(oneLine(n.Key), "-"))
+			return
+		}
 		fmt.Fprintf(tw, "%s%s\t%s\t%s\n", prefix, n.ID, oneLine(n.Type), oneLine(n.Status))
 	}
 	// A child is printed under a parent printed before it, so a cycle in

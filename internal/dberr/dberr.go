@@ -98,8 +98,14 @@ func Translate(err error) error {
 		}
 		return wrap(ParentCycle, text)
 	case codeUniqueKey:
-		if pgErr.ConstraintName == "tasks_pkey" {
+		switch pgErr.ConstraintName {
+		case "tasks_pkey":
 			return wrap(Exists, fmt.Sprintf("%s: %s", Exists, ulidOf(idFromDetail(pgErr.Detail))))
+		case liveKeyIndex:
+			// corotask's own refusal names the task that holds the key;
+			// the index's own (two commits at once) names the type and key.
+			return wrap(Exists, fmt.Sprintf("%s: %s", Exists, uuidPattern.ReplaceAllStringFunc(
+				strings.TrimPrefix(pgErr.Message, "corotask: "), ulidOf)+keyDetail(pgErr)))
 		}
 		return err
 	default:
@@ -119,6 +125,47 @@ func Translate(err error) error {
 		return wrap(sentinel, fmt.Sprintf("parent %s: %s", sentinel, what))
 	}
 	return wrap(sentinel, fmt.Sprintf("%s: %s", sentinel, what))
+}
+
+// liveKeyIndex is the unique index of the live tasks' keys.
+const liveKeyIndex = "tasks_live_key"
+
+// keyDetail is what a violation of liveKeyIndex raised by the index itself
+// adds to its message: its DETAIL, "Key (task_type, task_key)=(t, k)
+// already exists.".
+func keyDetail(pgErr *pgconn.PgError) string {
+	if pgErr.Detail == "" || strings.HasPrefix(pgErr.Detail, "task ") {
+		return ""
+	}
+	return ": " + pgErr.Detail
+}
+
+// ExistingTask returns the task named by an error Translate made of a
+// refusal for a task that exists: the task whose ID was taken, or the
+// live task that holds a key. ok is false for any other error, or when the
+// database did not name the task.
+func ExistingTask(err error) (id [16]byte, ok bool) {
+	var t *translated
+	if !errors.As(err, &t) || t.sentinel != Exists {
+		return id, false
+	}
+	var uuid string
+	switch {
+	case t.pg.ConstraintName == "tasks_pkey":
+		uuid = idFromDetail(t.pg.Detail)
+	case strings.HasPrefix(t.pg.Detail, "task "):
+		uuid = strings.TrimPrefix(t.pg.Detail, "task ")
+	default:
+		return id, false
+	}
+	h := strings.ReplaceAll(uuid, "-", "")
+	if len(h) != 32 {
+		return id, false
+	}
+	if _, err := hex.Decode(id[:], []byte(h)); err != nil {
+		return id, false
+	}
+	return id, true
 }
 
 // uuidPattern matches a UUID in a message of the database.

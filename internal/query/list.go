@@ -47,6 +47,8 @@ type TaskList struct {
 	Status        string
 	StatusIndexed bool
 	Parent        ID
+	// Key is a task key: the tasks with it.
+	Key string
 	// Failing is a condition the failing tasks meet: WithFailures or
 	// LiveWithFailures.
 	Failing string
@@ -81,6 +83,9 @@ func (l TaskList) SQL() (string, pgx.NamedArgs) {
 	}
 	if set(l.Parent) {
 		add("parent", "t.parent_id = @parent", l.Parent)
+	}
+	if l.Key != "" {
+		add("key", "t.task_key = @key", l.Key)
 	}
 	if l.Failing != "" {
 		where = append(where, l.Failing)

@@ -9,13 +9,21 @@ const TaskColumns = `t.task_id, t.parent_id, t.task_type, ` + Status + `, t.inne
 	coalesce(t.last_error, ''), t.created_at, t.done_at, t.attempts, t.live_children, t.awaiting_children AND t.done_at IS NULL,
 	CASE WHEN t.claim IS NOT NULL THEN t.claimed_by END, CASE WHEN t.claim IS NOT NULL THEN t.claimed_at END,
 	GREATEST(t.created_at, t.claimed_at, t.done_at, (SELECT h.finished_at FROM corotask.history h
-		WHERE h.task_id = t.task_id AND h.seq = 0 ORDER BY h.attempt DESC LIMIT 1))`
+		WHERE h.task_id = t.task_id AND h.seq = 0 ORDER BY h.attempt DESC LIMIT 1)),
+	coalesce(t.task_key, '')`
 
 // TaskGet reads task $1: its TaskColumns, then the envelopes of its inbox
 // and of its inbox_next, each oldest first. The inbox holds the task's
 // messages up to msg_seq - inbox_next_len; those after it arrived while an
 // executor held the task.
-const TaskGet = `WITH ` + Served + `
+const TaskGet = taskWithMessages + `WHERE t.task_id = $1`
+
+// TaskGetByKey reads the live task of type $1 with key $2 as TaskGet
+// reads a task, through the unique index of live keys.
+const TaskGetByKey = taskWithMessages + `WHERE t.task_type = $1 AND t.task_key = $2 AND t.done_at IS NULL`
+
+// taskWithMessages reads a task as TaskGet does, up to its WHERE.
+const taskWithMessages = `WITH ` + Served + `
 SELECT ` + TaskColumns + `,
 	ARRAY(SELECT m.envelope FROM corotask.messages m
 		WHERE m.task_id = t.task_id AND m.seq > t.msg_popped AND m.seq <= t.msg_seq - t.inbox_next_len
@@ -23,7 +31,7 @@ SELECT ` + TaskColumns + `,
 	ARRAY(SELECT m.envelope FROM corotask.messages m
 		WHERE m.task_id = t.task_id AND m.seq > t.msg_seq - t.inbox_next_len
 		ORDER BY m.seq)
-FROM served s, corotask.tasks t WHERE t.task_id = $1`
+FROM served s, corotask.tasks t `
 
 // TaskExists says whether task $1 exists.
 const TaskExists = `SELECT EXISTS (SELECT 1 FROM corotask.tasks WHERE task_id = $1)`
@@ -37,12 +45,16 @@ const TaskLock = `SELECT 1 FROM corotask.tasks WHERE task_id = $1 FOR UPDATE`
 // corotask.create_tasks: the arrays @ids, @types, @parents, @states,
 // @messages and @wake_ats hold one entry per task (NULL: no parent, the
 // poller's zero state, no message, now). TasksCreateTraced passes
-// @traces too, the trace context of each, to the seven-argument form.
+// @traces too, the trace context of each, to the seven-argument form;
+// TasksCreateKeyed passes @traces (NULL: none) and @keys, the key of each
+// (NULL: none), to the eight-argument form (migration 10).
 const (
 	TasksCreate = `SELECT corotask.create_tasks(@ids::uuid[], @types::text[], @parents::uuid[],
 	@states::jsonb[], @messages::jsonb[], @wake_ats::timestamptz[])`
 	TasksCreateTraced = `SELECT corotask.create_tasks(@ids::uuid[], @types::text[], @parents::uuid[],
 	@states::jsonb[], @messages::jsonb[], @wake_ats::timestamptz[], @traces::jsonb[])`
+	TasksCreateKeyed = `SELECT corotask.create_tasks(@ids::uuid[], @types::text[], @parents::uuid[],
+	@states::jsonb[], @messages::jsonb[], @wake_ats::timestamptz[], @traces::jsonb[], @keys::text[])`
 )
 
 // Now is corotask's clock in the database (corotask.now(): the

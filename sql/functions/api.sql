@@ -1,7 +1,7 @@
 -- The SQL API that the Go packages and users' own SQL (functions, triggers)
 -- share: creating tasks, sending messages, and what they are built on.
 --
--- create_task(s) and send_to_task run with the rights of the schema's owner
+-- create_task(s), send_to_task and send_to_key run with the rights of the schema's owner
 -- (SECURITY DEFINER, with an empty search_path), so a role that may only send
 -- messages or create tasks needs USAGE on the schema and EXECUTE on that
 -- function, and no privilege on the table itself. EXECUTE on them is revoked
@@ -10,9 +10,11 @@
 -- Errors raised by these functions carry their own SQLSTATEs so that clients
 -- can tell them apart: CT404 (no such task), CT410 (task has ended), CT413
 -- (message or trace context too large), CT508 (a parent that would make a
--- cycle), 22023 (an invalid task type). DETAIL holds "<role> <uuid>" for
--- CT404, CT410 and CT508; for CT413, the body's size in bytes, or "trace
--- <bytes> <limit>" for a trace context.
+-- cycle), 22023 (an invalid task type or key), 23505 on tasks_live_key (a
+-- key a live task of the type holds). DETAIL holds "<role> <uuid>" for
+-- CT404, CT410, CT508 and 23505 on tasks_live_key (the task that holds the
+-- key); for CT413, the body's size in bytes, or "trace <bytes> <limit>" for
+-- a trace context.
 --
 -- The functions that join arrays of task IDs to corotask.tasks run with
 -- enable_seqscan, enable_hashjoin and enable_mergejoin off. plpgsql caches a
@@ -358,6 +360,125 @@ BEGIN
 END
 $$;
 
+-- refuse_invalid_keys raises 22023 for the first of p_keys (of the tasks
+-- p_ids; NULL: no key) that tasks.ValidateKey refuses: empty, longer than
+-- 200 bytes (tasks.MaxKeyLen), or with a control character (U+0001 to
+-- U+001F, U+007F to U+009F). The table's CHECK (tasks_key_valid) refuses
+-- the same; this says which task and why.
+CREATE OR REPLACE FUNCTION corotask.refuse_invalid_keys(p_ids uuid[], p_keys text[]) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SET search_path = '' AS $$
+DECLARE
+    id uuid;
+    key text;
+    bad text;
+BEGIN
+    SELECT u.id, u.key INTO id, key FROM unnest(p_ids, p_keys) WITH ORDINALITY AS u(id, key, k)
+    WHERE u.key = '' OR octet_length(u.key) > 200 OR u.key ~ '[\x01-\x1f\x7f-\x9f]'
+    ORDER BY u.k LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF key = '' THEN
+        RAISE EXCEPTION 'corotask: invalid task key of task %: empty', id
+            USING ERRCODE = '22023', DETAIL = 'task ' || id;
+    END IF;
+    IF octet_length(key) > 200 THEN
+        RAISE EXCEPTION 'corotask: invalid task key "%..." of task %: % bytes, at most 200',
+            left(regexp_replace(key, '[\x01-\x1f\x7f-\x9f]', '?', 'g'), 40), id, octet_length(key)
+            USING ERRCODE = '22023', DETAIL = 'task ' || id;
+    END IF;
+    bad := substring(key FROM '[\x01-\x1f\x7f-\x9f]');
+    RAISE EXCEPTION 'corotask: invalid task key "%" of task %: control character U+% at character %',
+        regexp_replace(key, '[\x01-\x1f\x7f-\x9f]', '?', 'g'), id,
+        upper(lpad(to_hex(ascii(bad)), 4, '0')), strpos(key, bad)
+        USING ERRCODE = '22023', DETAIL = 'task ' || id;
+END
+$$;
+
+-- refuse_taken_key raises 23505 (unique_violation, on the index
+-- tasks_live_key) for a task of type p_type with key p_key that could not
+-- be created because a live task has that type and key: its message and
+-- DETAIL ("task <uuid>") name that task, which tasks.ExistsError reports.
+-- The holder is looked up by a statement of its own, whose snapshot sees a
+-- holder that a concurrent transaction committed meanwhile.
+CREATE OR REPLACE FUNCTION corotask.refuse_taken_key(p_type text, p_key text) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = '' AS $$
+DECLARE
+    holder uuid;
+BEGIN
+    SELECT t.task_id INTO holder FROM corotask.tasks t
+    WHERE t.task_type = p_type AND t.task_key = p_key AND t.done_at IS NULL;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'corotask: a live task of type "%" has key "%" already', p_type, p_key
+            USING ERRCODE = '23505', CONSTRAINT = 'tasks_live_key';
+    END IF;
+    RAISE EXCEPTION 'corotask: a live task of type "%" has key "%" already: task %', p_type, p_key, holder
+        USING ERRCODE = '23505', CONSTRAINT = 'tasks_live_key', DETAIL = 'task ' || holder;
+END
+$$;
+
+-- refuse_taken_keys raises, through refuse_taken_key, for the first task of
+-- p_ids (with p_types and p_keys) that has a key and does not exist: one
+-- that create_tasks skipped, as a live task held its key, or that another
+-- of the same call, created before it, took.
+CREATE OR REPLACE FUNCTION corotask.refuse_taken_keys(p_ids uuid[], p_types text[], p_keys text[]) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = '' AS $$
+DECLARE
+    typ text;
+    key text;
+BEGIN
+    SELECT u.typ, u.key INTO typ, key
+    FROM unnest(p_ids, p_types, p_keys) WITH ORDINALITY AS u(id, typ, key, k)
+    WHERE u.key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM corotask.tasks t WHERE t.task_id = u.id)
+    ORDER BY u.k LIMIT 1;
+    IF FOUND THEN
+        PERFORM corotask.refuse_taken_key(typ, key);
+    END IF;
+END
+$$;
+
+-- refuse_live_keys raises 23505 for the first of the tasks p_ids (with
+-- p_types and p_keys; NULL: no key) whose type and key a live task holds
+-- (see refuse_taken_key), or an earlier task of p_ids: commit_polls checks
+-- its keyed children with it before it creates them. (Two commits that
+-- create the same key at once both pass it; the second then meets the
+-- unique index itself.)
+CREATE OR REPLACE FUNCTION corotask.refuse_live_keys(p_ids uuid[], p_types text[], p_keys text[]) RETURNS void
+LANGUAGE plpgsql STABLE SET search_path = '' AS $$
+DECLARE
+    typ text;
+    key text;
+    id uuid;
+    earlier uuid;
+BEGIN
+    SELECT u.typ, u.key, u.id, e.id INTO typ, key, id, earlier
+    FROM unnest(p_ids, p_types, p_keys) WITH ORDINALITY AS u(id, typ, key, k)
+    LEFT JOIN LATERAL (SELECT e.id FROM unnest(p_ids, p_types, p_keys) WITH ORDINALITY AS e(id, typ, key, k)
+                       WHERE e.k < u.k AND e.typ = u.typ AND e.key = u.key ORDER BY e.k LIMIT 1) e ON true
+    WHERE u.key IS NOT NULL AND (e.id IS NOT NULL OR EXISTS (
+        SELECT 1 FROM corotask.tasks t WHERE t.task_type = u.typ AND t.task_key = u.key AND t.done_at IS NULL))
+    ORDER BY u.k LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF earlier IS NOT NULL THEN
+        RAISE EXCEPTION 'corotask: tasks % and % of type "%" have the same key "%"', earlier, id, typ, key
+            USING ERRCODE = '23505', CONSTRAINT = 'tasks_live_key', DETAIL = 'task ' || earlier;
+    END IF;
+    PERFORM corotask.refuse_taken_key(typ, key);
+END
+$$;
+
+-- new_task_id returns a new task ID: a ULID (the milliseconds of the clock
+-- in its first 6 bytes, then 10 random bytes) as a uuid, as tasks.NewID
+-- makes them, for tasks that SQL creates without one (send_to_key).
+CREATE OR REPLACE FUNCTION corotask.new_task_id() RETURNS uuid
+LANGUAGE sql VOLATILE PARALLEL SAFE SET search_path = '' AS $$
+    SELECT encode(overlay(uuid_send(gen_random_uuid())
+        PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+        FROM 1 FOR 6), 'hex')::uuid
+$$;
+
 -- create_tasks inserts many tasks in one statement. Each array holds one element
 -- per task; parents must exist and not have ended, or be created earlier in
 -- the same call: a task that names itself or a later task of the call as
@@ -366,8 +487,12 @@ $$;
 -- follow the rules of tasks.Type (22023 otherwise: see
 -- refuse_invalid_types). A task with a message gets it as its first inbox
 -- entry, from its parent. p_traces holds the trace context of the code that
--- created each task (NULL: none; at most max_trace_bytes() each); the form
--- without it creates tasks with none.
+-- created each task (NULL: none; at most max_trace_bytes() each); the forms
+-- without it create tasks with none. p_keys holds each task's key (NULL:
+-- none; see refuse_invalid_keys); a key that a live task of the same type
+-- holds, or that an earlier task of the call takes, is refused with 23505
+-- naming the task that holds it (see refuse_taken_key). The forms without
+-- p_keys create tasks without keys.
 CREATE OR REPLACE FUNCTION corotask.create_tasks(
     p_ids      uuid[],
     p_types    text[],
@@ -375,7 +500,8 @@ CREATE OR REPLACE FUNCTION corotask.create_tasks(
     p_states   jsonb[],
     p_messages jsonb[],
     p_wake_ats timestamptz[],
-    p_traces   jsonb[]
+    p_traces   jsonb[],
+    p_keys     text[]
 ) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
@@ -386,6 +512,7 @@ DECLARE
     ended uuid[];    -- ... and those that have ended
     cycle integer;   -- the first task whose parent comes later in the call, or is itself
     trace jsonb;
+    created integer;
 BEGIN
     PERFORM corotask.refuse_invalid_types(p_ids, p_types);
     IF p_traces IS NOT NULL THEN
@@ -393,6 +520,12 @@ BEGIN
         FOR trace IN SELECT DISTINCT x FROM unnest(p_traces) AS x WHERE x IS NOT NULL LOOP
             PERFORM corotask.refuse_large_trace(trace, 'a task');
         END LOOP;
+    END IF;
+    -- A call whose keys are all NULL takes the path without keys.
+    IF p_keys IS NOT NULL AND EXISTS (SELECT 1 FROM unnest(p_keys) AS k WHERE k IS NOT NULL) THEN
+        PERFORM corotask.refuse_invalid_keys(p_ids, p_keys);
+    ELSE
+        p_keys := NULL;
     END IF;
     IF EXISTS (SELECT 1 FROM unnest(p_parents) AS p WHERE p IS NOT NULL) THEN
         -- Each parent once, with its first child (k) and its place in p_ids
@@ -435,18 +568,44 @@ BEGIN
                 USING ERRCODE = 'CT410', DETAIL = 'parent ' || bad;
         END IF;
     END IF;
-    WITH created AS (
-        INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
-            msg_seq, inbox_len)
-        SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, corotask.now()), u.trace,
-               CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END
-        FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces)
-            AS u(id, typ, parent, state, msg, wake_at, trace)
-    )
-    INSERT INTO corotask.messages (task_id, seq, envelope)
-    SELECT u.id, 1, corotask.envelope(u.parent, u.msg)
-    FROM unnest(p_ids, p_parents, p_messages) AS u(id, parent, msg)
-    WHERE u.msg IS NOT NULL;
+    IF p_keys IS NULL THEN
+        WITH created AS (
+            INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
+                msg_seq, inbox_len)
+            SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, corotask.now()), u.trace,
+                   CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END
+            FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces)
+                AS u(id, typ, parent, state, msg, wake_at, trace)
+        )
+        INSERT INTO corotask.messages (task_id, seq, envelope)
+        SELECT u.id, 1, corotask.envelope(u.parent, u.msg)
+        FROM unnest(p_ids, p_parents, p_messages) AS u(id, parent, msg)
+        WHERE u.msg IS NOT NULL;
+    ELSE
+        -- With keys, a task whose key a live task of its type holds (or an
+        -- earlier task of the call) is skipped by the insert, which waits
+        -- for a concurrent transaction that inserts the same key to end,
+        -- and then refused, naming the holder. Only calls with keys pay for
+        -- the speculative insert.
+        WITH inserted AS (
+            INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
+                msg_seq, inbox_len, task_key)
+            SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, corotask.now()), u.trace,
+                   CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, u.key
+            FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces, p_keys)
+                AS u(id, typ, parent, state, msg, wake_at, trace, key)
+            ON CONFLICT (task_type, task_key) WHERE task_key IS NOT NULL AND done_at IS NULL DO NOTHING
+            RETURNING 1
+        )
+        SELECT count(*) INTO created FROM inserted;
+        IF created < cardinality(p_ids) THEN
+            PERFORM corotask.refuse_taken_keys(p_ids, p_types, p_keys);
+        END IF;
+        INSERT INTO corotask.messages (task_id, seq, envelope)
+        SELECT u.id, 1, corotask.envelope(u.parent, u.msg)
+        FROM unnest(p_ids, p_parents, p_messages) AS u(id, parent, msg)
+        WHERE u.msg IS NOT NULL;
+    END IF;
     -- Each parent counts its live children (see deliver_all).
     IF outside IS NOT NULL THEN
         UPDATE corotask.tasks t SET live_children = t.live_children + c.n
@@ -462,10 +621,23 @@ CREATE OR REPLACE FUNCTION corotask.create_tasks(
     p_parents  uuid[],
     p_states   jsonb[],
     p_messages jsonb[],
+    p_wake_ats timestamptz[],
+    p_traces   jsonb[]
+) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = '' AS $$
+    SELECT corotask.create_tasks(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces, NULL::text[])
+$$;
+
+CREATE OR REPLACE FUNCTION corotask.create_tasks(
+    p_ids      uuid[],
+    p_types    text[],
+    p_parents  uuid[],
+    p_states   jsonb[],
+    p_messages jsonb[],
     p_wake_ats timestamptz[]
 ) RETURNS void
 LANGUAGE sql SECURITY DEFINER SET search_path = '' AS $$
-    SELECT corotask.create_tasks(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, NULL::jsonb[])
+    SELECT corotask.create_tasks(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, NULL::jsonb[], NULL::text[])
 $$;
 
 -- create_task creates one task; see create_tasks. p_wake_at NULL means now.
@@ -506,10 +678,84 @@ LANGUAGE sql SECURITY DEFINER SET search_path = '' AS $$
     SELECT corotask.send_to_task(p_to, p_from, p_message, NULL::jsonb)
 $$;
 
+-- send_to_key sends a message to the live task of type p_type with key
+-- p_key, creating it first when there is none: with initial state p_state
+-- (NULL: the poller's zero value) and the message as its first inbox entry.
+-- It returns the task's ID. p_trace, the trace context of the sender, is
+-- kept in the message's envelope (and with a task it creates). It runs in
+-- the caller's transaction, so a trigger may call it: the rows a
+-- transaction changes become messages to the tasks they concern, sent if
+-- and only if it commits.
+--
+-- Concurrent callers with a new key create one task between them, and
+-- every message reaches it: a caller that finds no live task inserts one,
+-- ON CONFLICT on the unique index of live keys (tasks_live_key), which
+-- waits for a concurrent insert of the same key to commit or roll back; a
+-- caller whose insert conflicted, or whose task ended before its message
+-- was delivered (deliver_one refuses an ended task), looks again, with a
+-- fresh snapshot (READ COMMITTED). Under REPEATABLE READ or SERIALIZABLE a
+-- caller that raced another fails with a serialization failure (40001), to
+-- be retried as such.
+--
+-- It raises 22023 for an invalid type or key (see refuse_invalid_types and
+-- refuse_invalid_keys), and CT413 for a message or trace context too large.
+CREATE OR REPLACE FUNCTION corotask.send_to_key(
+    p_type    text,
+    p_key     text,
+    p_message jsonb,
+    p_state   jsonb DEFAULT NULL,
+    p_trace   jsonb DEFAULT NULL
+) RETURNS uuid
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+DECLARE
+    id uuid;
+    new_id uuid;
+    env jsonb := corotask.envelope(NULL, p_message, p_trace);
+BEGIN
+    IF p_key IS NULL THEN
+        RAISE EXCEPTION 'corotask: send_to_key needs a key' USING ERRCODE = '22004';
+    END IF;
+    -- Each round either delivers, creates, or finds that another caller
+    -- changed the key's task meanwhile (created it, or ended it), which a
+    -- caller in READ COMMITTED sees in the next round.
+    FOR round IN 1..100 LOOP
+        SELECT t.task_id INTO id FROM corotask.tasks t
+        WHERE t.task_type = p_type AND t.task_key = p_key AND t.done_at IS NULL;
+        IF FOUND THEN
+            IF corotask.deliver_one(id, env) THEN
+                RETURN id;
+            END IF;
+            CONTINUE; -- it ended meanwhile: the key is free
+        END IF;
+        IF round = 1 THEN
+            -- Checked once, when it may create a task.
+            new_id := corotask.new_task_id();
+            PERFORM corotask.refuse_invalid_types(ARRAY[new_id], ARRAY[p_type]);
+            PERFORM corotask.refuse_invalid_keys(ARRAY[new_id], ARRAY[p_key]);
+            IF p_trace IS NOT NULL THEN
+                PERFORM corotask.refuse_large_trace(p_trace, 'a task');
+            END IF;
+        END IF;
+        INSERT INTO corotask.tasks (task_id, task_type, inner_state, wake_at, trace, msg_seq, inbox_len, task_key)
+        VALUES (new_id, p_type, p_state, corotask.now(), p_trace, 1, 1, p_key)
+        ON CONFLICT (task_type, task_key) WHERE task_key IS NOT NULL AND done_at IS NULL DO NOTHING
+        RETURNING task_id INTO id;
+        IF FOUND THEN
+            INSERT INTO corotask.messages (task_id, seq, envelope) VALUES (id, 1, env);
+            RETURN id;
+        END IF;
+    END LOOP;
+    RAISE EXCEPTION 'corotask: send_to_key: the task of type "%" with key "%" kept changing; try again', p_type, p_key
+        USING ERRCODE = '40001';
+END
+$$;
+
 REVOKE EXECUTE ON FUNCTION
     corotask.create_tasks(uuid[], text[], uuid[], jsonb[], jsonb[], timestamptz[]),
     corotask.create_tasks(uuid[], text[], uuid[], jsonb[], jsonb[], timestamptz[], jsonb[]),
+    corotask.create_tasks(uuid[], text[], uuid[], jsonb[], jsonb[], timestamptz[], jsonb[], text[]),
     corotask.create_task(uuid, text, uuid, jsonb, jsonb, timestamptz),
     corotask.send_to_task(uuid, uuid, jsonb),
-    corotask.send_to_task(uuid, uuid, jsonb, jsonb)
+    corotask.send_to_task(uuid, uuid, jsonb, jsonb),
+    corotask.send_to_key(text, text, jsonb, jsonb, jsonb)
 FROM PUBLIC;

@@ -11,9 +11,12 @@
 -- when it is done), all or nothing. p_actions[i] is 'yield', 'sleep'
 -- (p_sleeps[i] seconds from now), 'until' (p_ats[i]), 'suspend', 'await' (its
 -- children: see deliver_all) or 'done' (with p_results[i]). p_effects[i] is NULL or
--- {"spawn": [{"id", "type", "state", "msg", "trace"}...], "send": [{"to", "msg", "trace"}...]},
+-- {"spawn": [{"id", "type", "state", "msg", "trace", "key"}...], "send": [{"to", "msg", "trace"}...]},
 -- where "trace", when present, is the trace context of the poll, kept with
--- the child task and in the message's envelope.
+-- the child task and in the message's envelope, and "key", when present, is
+-- the child's key: a key that a live task of the child's type holds, or
+-- another child of the batch, fails the batch with 23505 naming the task
+-- that holds it (see refuse_live_keys).
 --
 -- p_taken[i] is how many messages the poll popped: the messages of seq
 -- p_pop_from[i] to p_pop_to[i] (the first and last of them, from the window
@@ -210,10 +213,19 @@ BEGIN
             RAISE EXCEPTION 'corotask: parent task % has ended', ended_spawner
                 USING ERRCODE = 'CT410', DETAIL = 'parent ' || ended_spawner;
         END IF;
+        -- Keyed children are checked first, to name the task that holds a
+        -- key; a batch without them pays one jsonpath test per poll.
+        IF EXISTS (SELECT 1 FROM unnest(effects) AS f(eff) WHERE f.eff @? '$.spawn[*].key') THEN
+            PERFORM corotask.refuse_live_keys(array_agg((s.e ->> 'id')::uuid ORDER BY x.k, s.n),
+                array_agg(s.e ->> 'type' ORDER BY x.k, s.n), array_agg(s.e ->> 'key' ORDER BY x.k, s.n))
+            FROM unnest(effects) WITH ORDINALITY AS x(eff, k),
+                 jsonb_array_elements(x.eff -> 'spawn') WITH ORDINALITY AS s(e, n)
+            WHERE x.eff ? 'spawn';
+        END IF;
         -- A child with a message has it as its first (seq 1).
         WITH children AS (
             INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
-                claim, heartbeat, claim_expires_at, attempts, claimed_by, claimed_at, msg_seq, inbox_len)
+                claim, heartbeat, claim_expires_at, attempts, claimed_by, claimed_at, msg_seq, inbox_len, task_key)
             SELECT (s.e ->> 'id')::uuid, s.e ->> 'type', x.parent, s.e -> 'state', corotask.now(),
                    s.e -> 'trace',
                    c.claim,
@@ -223,7 +235,8 @@ BEGIN
                    CASE WHEN c.claim IS NOT NULL THEN p_claimed_by END,
                    CASE WHEN c.claim IS NOT NULL THEN now() END,
                    CASE WHEN s.e ? 'msg' THEN 1 ELSE 0 END,
-                   CASE WHEN s.e ? 'msg' THEN 1 ELSE 0 END
+                   CASE WHEN s.e ? 'msg' THEN 1 ELSE 0 END,
+                   s.e ->> 'key'
             FROM unnest(spawners, effects) WITH ORDINALITY AS x(parent, eff, k),
                  jsonb_array_elements(x.eff -> 'spawn') WITH ORDINALITY AS s(e, n),
                  LATERAL (SELECT CASE WHEN p_claimed_by IS NOT NULL THEN (s.e ->> 'claim')::uuid END AS claim) c
