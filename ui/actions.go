@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/corotask/corotask/inbox"
 	"github.com/corotask/corotask/internal/query"
@@ -51,6 +53,7 @@ func (h *Handler) actions() []action {
 		}, do: func(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
 			return tasks.Restart(ctx, h.cfg.Pool, id)
 		}},
+		{name: "set-state", check: checkSetState, do: doSetState},
 		{name: "drop", check: checkDrop, do: func(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
 			// The position is checked again against the message the form
 			// named: a poll may have taken messages since the page was read.
@@ -112,6 +115,83 @@ func checkDrop(r *http.Request, t *tasks.Task) (string, error) {
 	}
 	return fmt.Sprintf("Drop message %d of task %s (%s), %s? No poll will see it; the task's history keeps it.\n\n%s",
 		pos, t.ID, t.Type, from, m.Body), nil
+}
+
+// stateBody returns the state of the set-state form, checked to be JSON.
+func stateBody(r *http.Request) (json.RawMessage, error) {
+	state := strings.TrimSpace(r.PostFormValue("state"))
+	if state == "" {
+		return nil, badRequest("the state is empty: type a JSON value (null: the poller's zero value)")
+	}
+	if !json.Valid([]byte(state)) || !utf8.ValidString(state) {
+		var v any
+		err := json.Unmarshal([]byte(state), &v)
+		if err == nil {
+			return nil, badRequest("the state is not valid JSON: not UTF-8")
+		}
+		return nil, badRequest("the state is not valid JSON: %v", err)
+	}
+	return json.RawMessage(state), nil
+}
+
+// checkSetState checks the set-state form against the task: the form names
+// the state it was filled from (was, as stored), so that a state a poll
+// committed since the page was read is not overwritten unseen.
+func checkSetState(r *http.Request, t *tasks.Task) (string, error) {
+	state, err := stateBody(r)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case t.Status.Ended():
+		return "", fmt.Errorf("set state of %s: %w: %s (%s)", t.ID, tasks.ErrEnded, t.ID, t.Status)
+	case t.Status == tasks.StatusRunning || t.Status == tasks.StatusStale:
+		return "", fmt.Errorf("set state of %s: %w: %s: an executor holds it: try again once its poll has ended",
+			t.ID, tasks.ErrRunning, t.ID)
+	}
+	if r.PostFormValue("was") != string(t.State) {
+		return "", &pageError{http.StatusConflict, fmt.Sprintf(
+			"the state of task %s changed since the page was read (a poll committed another); look again: nothing was set", t.ID)}
+	}
+	was := prettyJSON(t.State)
+	if was == "" {
+		was = "none (the poller's zero value)"
+	}
+	question := fmt.Sprintf("Set the state of task %s (%s)? Its next poll starts from the new state; when it is polled "+
+		"is unchanged. The task's history keeps the state replaced.\n\nNow:\n%s\n\nAfter:\n%s", t.ID, t.Type, was, prettyJSON(state))
+	if jsonEqual(t.State, state) {
+		question += "\n\n(the same state)"
+	}
+	return question, nil
+}
+
+// jsonEqual says whether a and b are the same JSON value.
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// doSetState checks the form again under the lock of the task's row, as
+// the drop does: a poll may have committed another state since the
+// confirmation.
+func doSetState(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
+	return pgx.BeginFunc(ctx, h.cfg.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, query.TaskLock, id); err != nil {
+			return err
+		}
+		t, err := tasks.Get(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if _, err := checkSetState(r, t); err != nil {
+			return err
+		}
+		state, _ := stateBody(r)
+		return tasks.SetState(ctx, tx, id, state)
+	})
 }
 
 // sendBody returns the message of the send form, checked to be JSON.
@@ -202,6 +282,7 @@ func (h *Handler) serveAction(a action) http.HandlerFunc {
 			v.Error = msg
 			v.Live = h.cfg.Prefix + "/live/tasks/" + id.String()
 			v.P.(*taskPage).SendBody = r.PostFormValue("body")
+			v.P.(*taskPage).StateBody = r.PostFormValue("state")
 			h.write(w, status, taskRoute.name, v)
 		}
 		t, err := tasks.Get(ctx, h.cfg.Pool, id)
