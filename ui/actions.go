@@ -59,19 +59,9 @@ func (h *Handler) actions() []action {
 			// named: a poll may have taken messages since the page was read.
 			// The row is locked from that check to the drop, so that no
 			// commit moves another message into the position between them.
-			return pgx.BeginFunc(ctx, h.cfg.Pool, func(tx pgx.Tx) error {
-				if _, err := tx.Exec(ctx, query.TaskLock, id); err != nil {
-					return err
-				}
-				t, err := tasks.Get(ctx, tx, id)
-				if err != nil {
-					return err
-				}
-				if _, err := checkDrop(r, t); err != nil {
-					return err
-				}
+			return checkedUnderLock(ctx, h, r, id, checkDrop, func(tx pgx.Tx) error {
 				pos, _ := dropPosition(r)
-				_, err = tasks.DropMessage(ctx, tx, id, pos, r.PostFormValue("message"))
+				_, err := tasks.DropMessage(ctx, tx, id, pos, r.PostFormValue("message"))
 				return err
 			})
 		}},
@@ -119,19 +109,7 @@ func checkDrop(r *http.Request, t *tasks.Task) (string, error) {
 
 // stateBody returns the state of the set-state form, checked to be JSON.
 func stateBody(r *http.Request) (json.RawMessage, error) {
-	state := strings.TrimSpace(r.PostFormValue("state"))
-	if state == "" {
-		return nil, badRequest("the state is empty: type a JSON value (null: the poller's zero value)")
-	}
-	if !json.Valid([]byte(state)) || !utf8.ValidString(state) {
-		var v any
-		err := json.Unmarshal([]byte(state), &v)
-		if err == nil {
-			return nil, badRequest("the state is not valid JSON: not UTF-8")
-		}
-		return nil, badRequest("the state is not valid JSON: %v", err)
-	}
-	return json.RawMessage(state), nil
+	return formJSON(r, "state", "state", "null for the poller's zero value")
 }
 
 // checkSetState checks the set-state form against the task: the form names
@@ -178,6 +156,17 @@ func jsonEqual(a, b json.RawMessage) bool {
 // the drop does: a poll may have committed another state since the
 // confirmation.
 func doSetState(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
+	return checkedUnderLock(ctx, h, r, id, checkSetState, func(tx pgx.Tx) error {
+		state, _ := stateBody(r)
+		return tasks.SetState(ctx, tx, id, state)
+	})
+}
+
+// checkedUnderLock locks the task's row, checks the form again (check)
+// against the task as it is then, and acts (act) in the same transaction,
+// so that no commit changes what was checked before the action.
+func checkedUnderLock(ctx context.Context, h *Handler, r *http.Request, id tasks.ID,
+	check func(*http.Request, *tasks.Task) (string, error), act func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, h.cfg.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, query.TaskLock, id); err != nil {
 			return err
@@ -186,26 +175,35 @@ func doSetState(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) e
 		if err != nil {
 			return err
 		}
-		if _, err := checkSetState(r, t); err != nil {
+		if _, err := check(r, t); err != nil {
 			return err
 		}
-		state, _ := stateBody(r)
-		return tasks.SetState(ctx, tx, id, state)
+		return act(tx)
 	})
 }
 
 // sendBody returns the message of the send form, checked to be JSON.
 func sendBody(r *http.Request) (json.RawMessage, error) {
-	body := strings.TrimSpace(r.PostFormValue("body"))
-	if body == "" {
-		return nil, badRequest("the message is empty: type a JSON value, e.g. {\"approve\": true}")
+	return formJSON(r, "body", "message", "e.g. {\"approve\": true}")
+}
+
+// formJSON returns the form's field name, checked to be one JSON value;
+// what names it in a refusal, and example says what to type instead of
+// nothing.
+func formJSON(r *http.Request, name, what, example string) (json.RawMessage, error) {
+	v := strings.TrimSpace(r.PostFormValue(name))
+	if v == "" {
+		return nil, badRequest("the %s is empty: type a JSON value, %s", what, example)
 	}
-	if !json.Valid([]byte(body)) {
-		var v any
-		err := json.Unmarshal([]byte(body), &v)
-		return nil, badRequest("the message is not valid JSON: %v", err)
+	if !json.Valid([]byte(v)) || !utf8.ValidString(v) {
+		var x any
+		if err := json.Unmarshal([]byte(v), &x); err != nil {
+			return nil, badRequest("the %s is not valid JSON: %v", what, err)
+		}
+		// Unmarshal takes invalid UTF-8 in strings, which PostgreSQL refuses.
+		return nil, badRequest("the %s is not valid JSON: not UTF-8", what)
 	}
-	return json.RawMessage(body), nil
+	return json.RawMessage(v), nil
 }
 
 func checkSend(r *http.Request, t *tasks.Task) (string, error) {
