@@ -38,7 +38,7 @@ const (
 	// once with those messages.
 	Superseded Outcome = "superseded"
 	// OperatorAction: an operator acted on the task; Action names the action
-	// (cancel, retry, reset, restart, drop_message, or send: a message sent
+	// (cancel, retry, reset, restart, drop_message, set_state, or send: a message sent
 	// with inbox.SendAsOperator, as corotask send and the web UI do) and
 	// Actor the database role.
 	OperatorAction Outcome = "operator"
@@ -73,9 +73,13 @@ type HistoryEntry struct {
 	// from the inbox, the children it spawned and the messages it sent.
 	Popped, Spawned, Sent int
 	// StateBytes is the stored size of the task's state afterwards; State is
-	// the state itself when the type keeps snapshots (nil otherwise).
+	// the state itself when the type keeps snapshots (nil otherwise), and
+	// the state an operator set (Action "set_state", see SetState).
 	StateBytes int
 	State      json.RawMessage
+	// StateBefore is the state an operator replaced (Action "set_state"; nil
+	// when the task had none), nil for every other entry.
+	StateBefore json.RawMessage
 	// WakeAt is when the task wanted its next poll afterwards (nil:
 	// suspended or ended).
 	WakeAt *time.Time
@@ -147,7 +151,8 @@ func History(ctx context.Context, db DB, id ID, opts HistoryOptions) ([]HistoryE
 		var h HistoryEntry
 		var outcome string
 		err := r.Scan(&h.Task, &h.Attempt, &h.Seq, &outcome, &h.Action, &h.Executor, &h.Actor, &h.ClaimedAt, &h.FinishedAt,
-			&h.Error, &h.Stack, &h.Popped, &h.Spawned, &h.Sent, &h.StateBytes, &h.State, &h.WakeAt, &h.Message)
+			&h.Error, &h.Stack, &h.Popped, &h.Spawned, &h.Sent, &h.StateBytes, &h.State, &h.WakeAt, &h.Message,
+			&h.StateBefore)
 		h.Outcome = Outcome(outcome)
 		return h, err
 	})

@@ -1,11 +1,14 @@
 package tasks
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/internal/query"
@@ -78,6 +81,38 @@ func DropMessage(ctx context.Context, db DB, id ID, position int, digest string)
 	return msg, nil
 }
 
+// SetState replaces the state of a task with state, one JSON value (JSON
+// null: the poller's zero value), for an operator who fixes what a poller
+// stored; the next poll starts from it. When the task is polled is
+// unchanged. Its history entry (Action "set_state") keeps the new state and
+// the one it replaced (HistoryEntry.State and StateBefore), whatever the
+// type keeps of its polls' states. state that is not JSON is refused before
+// the database is asked. It fails with ErrNotFound, ErrEnded or ErrRunning.
+// It calls the SQL function corotask.set_task_state(uuid, jsonb), on which a
+// role that sets states needs EXECUTE.
+func SetState(ctx context.Context, db DB, id ID, state json.RawMessage) error {
+	if err := validState(state); err != nil {
+		return fmt.Errorf("set state of task %s: %w", id, err)
+	}
+	return operate(ctx, db, "set state of", query.OperatorSetState, id, state)
+}
+
+// validState checks that state is one JSON value, saying where it is not.
+func validState(state json.RawMessage) error {
+	if len(bytes.TrimSpace(state)) == 0 {
+		return errors.New("invalid JSON state: empty (JSON null is the poller's zero value)")
+	}
+	var v any
+	if err := json.Unmarshal(state, &v); err != nil {
+		return fmt.Errorf("invalid JSON state: %w", err)
+	}
+	// Unmarshal takes invalid UTF-8 in strings, which PostgreSQL refuses.
+	if !utf8.Valid(state) {
+		return errors.New("invalid JSON state: not UTF-8")
+	}
+	return nil
+}
+
 // digestBytes is how much of the SHA-256 a message digest keeps.
 const digestBytes = 12
 
@@ -100,11 +135,13 @@ func validDigest(d string) bool {
 	return err == nil
 }
 
-func operate(ctx context.Context, db DB, what, sql string, id ID) error {
+// operate runs sql, an operator action on task id ($1) with args ($2...),
+// and names the action (what) in its error.
+func operate(ctx context.Context, db DB, what, sql string, id ID, args ...any) error {
 	if id.IsZero() {
 		return fmt.Errorf("%s task: no task (zero id)", what)
 	}
-	if _, err := db.Exec(ctx, sql, id); err != nil {
+	if _, err := db.Exec(ctx, sql, append([]any{id}, args...)...); err != nil {
 		return fmt.Errorf("%s task %s: %w", what, id, dberr.Translate(err))
 	}
 	return nil

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/corotask/corotask/inbox"
 	"github.com/corotask/corotask/internal/query"
@@ -51,24 +53,15 @@ func (h *Handler) actions() []action {
 		}, do: func(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
 			return tasks.Restart(ctx, h.cfg.Pool, id)
 		}},
+		{name: "set-state", check: checkSetState, do: doSetState},
 		{name: "drop", check: checkDrop, do: func(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
 			// The position is checked again against the message the form
 			// named: a poll may have taken messages since the page was read.
 			// The row is locked from that check to the drop, so that no
 			// commit moves another message into the position between them.
-			return pgx.BeginFunc(ctx, h.cfg.Pool, func(tx pgx.Tx) error {
-				if _, err := tx.Exec(ctx, query.TaskLock, id); err != nil {
-					return err
-				}
-				t, err := tasks.Get(ctx, tx, id)
-				if err != nil {
-					return err
-				}
-				if _, err := checkDrop(r, t); err != nil {
-					return err
-				}
+			return checkedUnderLock(ctx, h, r, id, checkDrop, func(tx pgx.Tx) error {
 				pos, _ := dropPosition(r)
-				_, err = tasks.DropMessage(ctx, tx, id, pos, r.PostFormValue("message"))
+				_, err := tasks.DropMessage(ctx, tx, id, pos, r.PostFormValue("message"))
 				return err
 			})
 		}},
@@ -114,18 +107,103 @@ func checkDrop(r *http.Request, t *tasks.Task) (string, error) {
 		pos, t.ID, t.Type, from, m.Body), nil
 }
 
+// stateBody returns the state of the set-state form, checked to be JSON.
+func stateBody(r *http.Request) (json.RawMessage, error) {
+	return formJSON(r, "state", "state", "null for the poller's zero value")
+}
+
+// checkSetState checks the set-state form against the task: the form names
+// the state it was filled from (was, as stored), so that a state a poll
+// committed since the page was read is not overwritten unseen.
+func checkSetState(r *http.Request, t *tasks.Task) (string, error) {
+	state, err := stateBody(r)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case t.Status.Ended():
+		return "", fmt.Errorf("set state of %s: %w: %s (%s)", t.ID, tasks.ErrEnded, t.ID, t.Status)
+	case t.Status == tasks.StatusRunning || t.Status == tasks.StatusStale:
+		return "", fmt.Errorf("set state of %s: %w: %s: an executor holds it: try again once its poll has ended",
+			t.ID, tasks.ErrRunning, t.ID)
+	}
+	if r.PostFormValue("was") != string(t.State) {
+		return "", &pageError{http.StatusConflict, fmt.Sprintf(
+			"the state of task %s changed since the page was read (a poll committed another); look again: nothing was set", t.ID)}
+	}
+	was := prettyJSON(t.State)
+	if was == "" {
+		was = "none (the poller's zero value)"
+	}
+	question := fmt.Sprintf("Set the state of task %s (%s)? Its next poll starts from the new state; when it is polled "+
+		"is unchanged. The task's history keeps the state replaced.\n\nNow:\n%s\n\nAfter:\n%s", t.ID, t.Type, was, prettyJSON(state))
+	if jsonEqual(t.State, state) {
+		question += "\n\n(the same state)"
+	}
+	return question, nil
+}
+
+// jsonEqual says whether a and b are the same JSON value.
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// doSetState checks the form again under the lock of the task's row, as
+// the drop does: a poll may have committed another state since the
+// confirmation.
+func doSetState(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error {
+	return checkedUnderLock(ctx, h, r, id, checkSetState, func(tx pgx.Tx) error {
+		state, _ := stateBody(r)
+		return tasks.SetState(ctx, tx, id, state)
+	})
+}
+
+// checkedUnderLock locks the task's row, checks the form again (check)
+// against the task as it is then, and acts (act) in the same transaction,
+// so that no commit changes what was checked before the action.
+func checkedUnderLock(ctx context.Context, h *Handler, r *http.Request, id tasks.ID,
+	check func(*http.Request, *tasks.Task) (string, error), act func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, h.cfg.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, query.TaskLock, id); err != nil {
+			return err
+		}
+		t, err := tasks.Get(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if _, err := check(r, t); err != nil {
+			return err
+		}
+		return act(tx)
+	})
+}
+
 // sendBody returns the message of the send form, checked to be JSON.
 func sendBody(r *http.Request) (json.RawMessage, error) {
-	body := strings.TrimSpace(r.PostFormValue("body"))
-	if body == "" {
-		return nil, badRequest("the message is empty: type a JSON value, e.g. {\"approve\": true}")
+	return formJSON(r, "body", "message", "e.g. {\"approve\": true}")
+}
+
+// formJSON returns the form's field name, checked to be one JSON value;
+// what names it in a refusal, and example says what to type instead of
+// nothing.
+func formJSON(r *http.Request, name, what, example string) (json.RawMessage, error) {
+	v := strings.TrimSpace(r.PostFormValue(name))
+	if v == "" {
+		return nil, badRequest("the %s is empty: type a JSON value, %s", what, example)
 	}
-	if !json.Valid([]byte(body)) {
-		var v any
-		err := json.Unmarshal([]byte(body), &v)
-		return nil, badRequest("the message is not valid JSON: %v", err)
+	if !json.Valid([]byte(v)) || !utf8.ValidString(v) {
+		var x any
+		if err := json.Unmarshal([]byte(v), &x); err != nil {
+			return nil, badRequest("the %s is not valid JSON: %v", what, err)
+		}
+		// Unmarshal takes invalid UTF-8 in strings, which PostgreSQL refuses.
+		return nil, badRequest("the %s is not valid JSON: not UTF-8", what)
 	}
-	return json.RawMessage(body), nil
+	return json.RawMessage(v), nil
 }
 
 func checkSend(r *http.Request, t *tasks.Task) (string, error) {
@@ -202,6 +280,7 @@ func (h *Handler) serveAction(a action) http.HandlerFunc {
 			v.Error = msg
 			v.Live = h.cfg.Prefix + "/live/tasks/" + id.String()
 			v.P.(*taskPage).SendBody = r.PostFormValue("body")
+			v.P.(*taskPage).StateBody = r.PostFormValue("state")
 			h.write(w, status, taskRoute.name, v)
 		}
 		t, err := tasks.Get(ctx, h.cfg.Pool, id)

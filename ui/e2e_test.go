@@ -197,6 +197,10 @@ func TestBrowser(t *testing.T) {
 	}
 	id, err := tasks.Create(ctx, pool, tasks.Spec{Type: "e2e.workflow"})
 	require.NoError(t, err)
+	// No executor serves e2e.parked: its state is edited on its page.
+	parked, err := tasks.Create(ctx, pool, tasks.Spec{Type: "e2e.parked",
+		State: map[string]any{"order": 42, "step": "charge", "address": "1 Old Road"}})
+	require.NoError(t, err)
 	runWorkflows(t, ctx, executor.MustNew(pool, executor.Config{
 		PollInterval: 100 * time.Millisecond, Logger: testdb.Logger(t),
 	}))
@@ -351,6 +355,49 @@ func TestBrowser(t *testing.T) {
 	done, err := tasks.Get(ctx, pool, id)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StatusDone, done.Status)
+
+	// The state of a task, edited in the form its page fills with it and
+	// confirmed, is the state the page shows; its history shows both.
+	err = chromedp.Do(bctx,
+		chromedp.Navigate(srv.URL+"/tasks/"+parked.String()),
+		present(`#state-body`),
+		eval(`document.querySelector("#state-body").value.includes('"step": "charge"')`, &stillMarked),
+		chromedp.Clear(`#state-body`),
+		chromedp.SendKeys(`#state-body`, `{"order": 42, "step": "ship", "address": "2 New`),
+		present(`#state-check.bad`),
+		chromedp.SendKeys(`#state-body`, ` Road"}`),
+		present(`#state-check.ok`),
+		shot("task-set-state"),
+		click(`form.set-state button[type=submit]`),
+		present(`#confirm`),
+		shot("confirm-set-state"),
+		follow(`#confirm`, "/tasks/"+parked.String()+"?done=set-state"),
+		present(`.flash`),
+		present(`#live .timeline .state-set`),
+		shot("task-state-set"),
+	)
+	if err != nil {
+		loc, _ := chromedp.Run(context.WithoutCancel(bctx), chromedp.Location())
+		text, _ := chromedp.Run(context.WithoutCancel(bctx), chromedp.Text(`body`))
+		t.Fatalf("set the state from the form: %v\n%s\npage %s:\n%s", err, describe(t, pool, parked), loc, text)
+	}
+	require.Equal(t, true, stillMarked, "the form was filled with the state")
+	page, err := chromedp.Run(bctx, chromedp.Text(`#live`))
+	require.NoError(t, err)
+	require.Contains(t, page, "State\n"+`{
+  "step": "ship",
+  "order": 42,
+  "address": "2 New Road"
+}`)
+	require.Contains(t, page, "operator · set_state")
+	require.Contains(t, page, "the state replaced\n"+`{
+  "step": "charge",
+  "order": 42,
+  "address": "1 Old Road"
+}`)
+	flash, err := chromedp.Run(bctx, chromedp.Text(`.flash`))
+	require.NoError(t, err)
+	require.Equal(t, "State set (the task's history keeps the one it replaced).", flash)
 }
 
 // seedForScreenshots adds tasks of other types, some failing or failed, so

@@ -278,6 +278,7 @@ func TestActionsOnARunningTaskAreRefused(t *testing.T) {
 	require.NotContains(t, body, `name="position"`, "no drop while a poll runs")
 	for action, form := range map[string]url.Values{
 		"retry": {}, "drop": {"position": {"1"}, "message": {digests[0]}},
+		"set-state": {"state": {"1"}},
 	} {
 		form.Set("csrf", token)
 		form.Set("confirm", "yes")
@@ -295,8 +296,8 @@ func TestReadOnlyRefusesEveryAction(t *testing.T) {
 	require.NoError(t, inbox.Send(context.Background(), s.pool, id, tasks.ID{}, 1))
 	_, body := s.get("/tasks/" + id.String())
 	require.NotContains(t, body, `method="post"`)
-	for _, a := range []string{"send", "cancel", "retry", "restart", "drop"} {
-		resp, body := s.post("/tasks/"+id.String()+"/"+a, url.Values{"body": {"1"}, "position": {"1"}, "confirm": {"yes"}})
+	for _, a := range []string{"send", "cancel", "retry", "restart", "drop", "set-state"} {
+		resp, body := s.post("/tasks/"+id.String()+"/"+a, url.Values{"body": {"1"}, "position": {"1"}, "state": {"1"}, "confirm": {"yes"}})
 		require.Equal(t, http.StatusForbidden, resp.StatusCode, a)
 		require.Contains(t, body, "read-only", a)
 	}

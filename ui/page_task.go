@@ -61,7 +61,26 @@ type taskPage struct {
 	// SendBody is the message typed in the send form, kept when it was
 	// refused.
 	SendBody string
+	// StateBody is the state typed in the set-state form, kept when it
+	// was refused.
+	StateBody string
 }
+
+// StateText is what the set-state form holds: the state typed when it was
+// refused, else the task's state, indented.
+func (p *taskPage) StateText() string {
+	switch {
+	case p.StateBody != "":
+		return p.StateBody
+	case len(p.T.State) == 0:
+		return "null"
+	}
+	return prettyJSON(p.T.State)
+}
+
+// StateWas is the task's state as stored, which the set-state form names
+// as the one it replaces (see checkSetState).
+func (p *taskPage) StateWas() string { return string(p.T.State) }
 
 // historyEntry is an entry of the task's history as the timeline shows it.
 type historyEntry struct {
@@ -69,6 +88,9 @@ type historyEntry struct {
 	Host    string        // of the executor that ran the poll, when known
 	Took    time.Duration // from the claim to the end of the poll
 	Dropped string        // the message an operator dropped, indented
+	// StateSet and StateReplaced are, for a set_state action, the state
+	// set and the one it replaced, indented (StateReplaced "": none).
+	StateSet, StateReplaced string
 	// SentMessage is the message an operator sent (Action "send").
 	SentMessage *message
 }
@@ -145,6 +167,9 @@ func loadTask(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v *vi
 		}
 		if h.ClaimedAt != nil {
 			h.Took = h.FinishedAt.Sub(*h.ClaimedAt)
+		}
+		if h.Outcome == tasks.OperatorAction && h.Action == "set_state" {
+			h.StateSet, h.StateReplaced = prettyJSON(h.State), prettyJSON(h.StateBefore)
 		}
 		switch {
 		case len(h.Message) == 0:

@@ -223,11 +223,12 @@ func (h *Handler) write(w http.ResponseWriter, status int, name string, v *view)
 // flashText is the message shown after an action, by its name.
 func flashText(done string) string {
 	return map[string]string{
-		"send":    "Message sent.",
-		"cancel":  "Task canceled.",
-		"retry":   "Task woken for a retry now.",
-		"restart": "Task restarted.",
-		"drop":    "Message dropped (the task's history keeps it).",
+		"send":      "Message sent.",
+		"cancel":    "Task canceled.",
+		"retry":     "Task woken for a retry now.",
+		"restart":   "Task restarted.",
+		"drop":      "Message dropped (the task's history keeps it).",
+		"set-state": "State set (the task's history keeps the one it replaced).",
 	}[done]
 }
 

@@ -36,6 +36,7 @@ var commands = []*command{
 	retryCmd,
 	restartCmd,
 	dropMessageCmd,
+	setStateCmd,
 	cancelCmd,
 	uiCmd,
 	benchCmd,

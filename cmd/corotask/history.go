@@ -35,6 +35,8 @@ type historyJSON struct {
 	State      json.RawMessage `json:"state"`
 	WakeAt     *time.Time      `json:"wake_at"`
 	Message    json.RawMessage `json:"message"`
+	// StateBefore is the state a set_state action replaced.
+	StateBefore json.RawMessage `json:"state_before"`
 }
 
 var historyCmd = &command{
@@ -44,17 +46,17 @@ var historyCmd = &command{
 	help: `Show the history of task TASK, one entry per line, oldest first: each poll
 that ended (committed with its action, failed, panicked, claim lost, canceled,
 taken over, released), each operator action (cancel, retry, reset, restart,
-drop_message) and each message sent with 'corotask send' or the web UI
-(send: no attempt of its own, it is numbered after the attempt it came
-during or after, as 3.1, 3.2). BY is the executor that polled (host:pid
-while it is registered, else its ID) or the database role of the operator;
-TOOK is from the claim to the end; POPPED, SPAWNED and SENT count the
-messages taken, the children spawned and the messages sent; STATE is the
+drop_message, set_state) and each message sent with 'corotask send' or the
+web UI (send: no attempt of its own, it is numbered after the attempt it
+came during or after, as 3.1, 3.2). BY is the executor that polled
+(host:pid while it is registered, else its ID) or the database role of the
+operator; TOOK is from the claim to the end; POPPED, SPAWNED and SENT count
+the messages taken, the children spawned and the messages sent; STATE is the
 state's size afterwards; ERROR is cut at 80 characters (--json has it
-whole, and each message sent or dropped). Executors keep each task's first
-and last attempts (20 and 100 by default): attempt numbers may jump. With
---stack, the stack of each panicked poll follows the table; with --json,
-print a JSON array (see docs/cli.md).`,
+whole, each message sent or dropped, and the states set_state replaced and
+set). Executors keep each task's first and last attempts (20 and 100 by
+default): attempt numbers may jump. With --stack, the stack of each panicked
+poll follows the table; with --json, print a JSON array (see docs/cli.md).`,
 	example: `corotask history 01JD7X3M5Q8R9S2T4V6W8Y0Z1A
 corotask history --last 5 --stack 01JD7X3M5Q8R9S2T4V6W8Y0Z1A`,
 	flags: func(fs *flag.FlagSet) runFunc {
@@ -168,7 +170,7 @@ func toHistoryJSON(e tasks.HistoryEntry, hosts map[tasks.ID]tasks.Executor) hist
 	j := historyJSON{
 		Attempt: e.Attempt, Seq: e.Seq, Outcome: e.Outcome, Executor: e.Executor, ClaimedAt: e.ClaimedAt,
 		FinishedAt: e.FinishedAt, Popped: e.Popped, Spawned: e.Spawned, Sent: e.Sent,
-		StateBytes: e.StateBytes, State: e.State, WakeAt: e.WakeAt, Message: e.Message,
+		StateBytes: e.StateBytes, State: e.State, WakeAt: e.WakeAt, Message: e.Message, StateBefore: e.StateBefore,
 		Action: optional(e.Action), Actor: optional(e.Actor), Error: optional(e.Error), Stack: optional(e.Stack),
 	}
 	if x, ok := hosts[e.Executor]; ok && !e.Executor.IsZero() {

@@ -16,4 +16,7 @@ const (
 	// OperatorDropMessage removes the message at position $2 of the task's
 	// inbox if its digest is $3, and returns its envelope.
 	OperatorDropMessage = `SELECT corotask.drop_message($1, $2, $3)`
+	// OperatorSetState replaces the task's state with $2 (jsonb), and
+	// returns the state it replaced.
+	OperatorSetState = `SELECT corotask.set_task_state($1, $2::jsonb)`
 )

@@ -1,5 +1,5 @@
 -- Operator actions on one task: retry it now, reset its failures, restart
--- it after it failed, drop a message from its inbox. Each locks the task's
+-- it after it failed, drop a message from its inbox, set its state. Each locks the task's
 -- row, refuses a task an executor holds (a running poll would commit over
 -- the change, or count inbox positions that moved), raises the task's
 -- attempt number and records the action in its history with the database
@@ -60,17 +60,22 @@ $$;
 -- history without bound, a task keeps its last 100 operator entries, and
 -- the actions (not the messages sent) among its first 20 attempts. Operator
 -- entries are rare: the count is an index range scan of one task.
-CREATE OR REPLACE FUNCTION corotask.operator_record(t corotask.tasks, p_action text, p_message jsonb DEFAULT NULL)
+--
+-- p_state and p_state_before are the states of set_state: the one set, and
+-- the one it replaced; the other actions call the form without them, below.
+CREATE OR REPLACE FUNCTION corotask.operator_record(t corotask.tasks, p_action text, p_message jsonb,
+    p_state jsonb, p_state_before jsonb)
 RETURNS void
 LANGUAGE sql SET search_path = '' AS $$
-    INSERT INTO corotask.history (task_id, attempt, seq, outcome, action, actor, wake_at, message, state_bytes)
+    INSERT INTO corotask.history (task_id, attempt, seq, outcome, action, actor, wake_at, message, state_bytes,
+                                  state, state_before)
     VALUES (t.task_id, t.attempts,
             CASE WHEN p_action = 'send'
                  THEN 1 + coalesce((SELECT max(h.seq) FROM corotask.history h
                                     WHERE h.task_id = t.task_id AND h.attempt = t.attempts), 0)
                  ELSE 0 END,
             'operator', p_action, session_user, t.wake_at, p_message,
-            coalesce(pg_column_size(t.inner_state), 0))
+            coalesce(pg_column_size(t.inner_state), 0), p_state, p_state_before)
     ON CONFLICT DO NOTHING;
     DELETE FROM corotask.history h
     WHERE h.task_id = t.task_id AND h.outcome = 'operator' AND (h.attempt > 20 OR h.seq > 0)
@@ -80,6 +85,15 @@ LANGUAGE sql SET search_path = '' AS $$
               WHERE o.task_id = t.task_id AND o.outcome = 'operator'
               ORDER BY o.attempt DESC, o.seq DESC LIMIT 100) k
           ORDER BY k.attempt, k.seq LIMIT 1);
+$$;
+
+-- operator_record without the states: every action but set_state. The
+-- form above has no defaults, so that a call with three arguments or fewer
+-- names this one.
+CREATE OR REPLACE FUNCTION corotask.operator_record(t corotask.tasks, p_action text, p_message jsonb DEFAULT NULL)
+RETURNS void
+LANGUAGE sql SET search_path = '' AS $$
+    SELECT corotask.operator_record(t, p_action, p_message, NULL::jsonb, NULL::jsonb)
 $$;
 
 -- retry_task makes a task that waits (retrying after a failure, or
@@ -208,6 +222,31 @@ LANGUAGE sql SECURITY DEFINER SET search_path = '' AS $$
     SELECT corotask.drop_message(p_task, p_position, NULL::text)
 $$;
 
+-- set_task_state replaces the state of a live task no executor holds with
+-- p_state, any JSON value (JSON null: the poller's zero value, as a task
+-- created without a state has), for an operator who fixes what a poller
+-- stored. It returns the state it replaced (SQL NULL: the task had none).
+-- Its history row keeps both (state, state_before), whatever the type keeps
+-- of its polls' states. When the task is polled is unchanged.
+CREATE OR REPLACE FUNCTION corotask.set_task_state(p_task uuid, p_state jsonb) RETURNS jsonb
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+DECLARE
+    t corotask.tasks;
+    replaced jsonb;
+BEGIN
+    IF p_state IS NULL THEN
+        RAISE EXCEPTION 'corotask: set_task_state needs a state (JSON null for the poller''s zero value)'
+            USING ERRCODE = '22004';
+    END IF;
+    t := corotask.operator_lock(p_task, 'set_task_state');
+    replaced := t.inner_state;
+    UPDATE corotask.tasks SET inner_state = p_state, attempts = attempts + 1
+    WHERE task_id = p_task RETURNING * INTO t;
+    PERFORM corotask.operator_record(t, 'set_state', NULL, p_state, replaced);
+    RETURN replaced;
+END
+$$;
+
 -- operator_send sends a message to a task as send_to_task does (p_from NULL:
 -- from outside any task; p_trace, the sender's trace context, kept in the
 -- envelope), and records it in the task's history with the envelope sent
@@ -240,5 +279,6 @@ REVOKE EXECUTE ON FUNCTION
     corotask.restart_task(uuid),
     corotask.drop_message(uuid, integer),
     corotask.drop_message(uuid, integer, text),
+    corotask.set_task_state(uuid, jsonb),
     corotask.operator_send(uuid, uuid, jsonb, jsonb)
 FROM PUBLIC;
