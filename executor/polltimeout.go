@@ -64,10 +64,11 @@ func (pd *pollDeadline) returned(out *outcome) *outcome {
 	return &outcome{err: pd.cause}
 }
 
-// stop ends the deadline of a poll that never returned (its goroutine
-// ended: see polls.run).
+// stop ends the deadline of a poll whose goroutine ended (see polls.run),
+// whether it returned (returned did it all) or not.
 func (pd *pollDeadline) stop() {
-	if pd != nil {
-		pd.returned(nil)
+	if pd != nil && pd.state.CompareAndSwap(deadlineRunning, deadlineReturned) {
+		pd.timer.Stop()
+		pd.cancel(nil)
 	}
 }

@@ -94,8 +94,9 @@ func InboxWindow(n int) Option { return func(o *typeOptions) { o.inboxWindow = n
 // counted as any failed poll (backoff, then MaxFailures), with last_error
 // "poll timed out after d ...". Whatever the poll returns once d has passed
 // is discarded, a success included: a poller that ignores its context
-// commits nothing late. The default, 0, sets no bound; d must not be
-// negative.
+// commits nothing late. Go cannot stop a goroutine, so such a poller still
+// holds its slot and its claim (renewed) until it returns; the failure is
+// recorded then. The default, 0, sets no bound; d must not be negative.
 //
 // The executor's own causes win over a timeout, before or after it, until
 // the poll settles: a poll stopped by a shutdown (ErrShutdown) has its claim

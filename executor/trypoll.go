@@ -70,6 +70,7 @@ type TryResult[S any] struct {
 type TrySpawn struct {
 	ID      tasks.ID
 	Type    tasks.Type
+	Key     string          // "": none (see Task.SpawnKeyed)
 	State   json.RawMessage // nil: the poller's zero value
 	Message json.RawMessage // the child's first message; nil: none
 }
@@ -119,7 +120,7 @@ func TryPoll[S, M any](ctx context.Context, p Poller[S, M], in TryInput[S, M]) (
 		return TryResult[S]{}, fmt.Errorf("executor: TryPoll: the new state %s does not decode into %T: %w", out.state, res.State, err)
 	}
 	for _, s := range out.spawns {
-		res.Spawns = append(res.Spawns, TrySpawn{ID: s.ID, Type: s.Type, State: rawJSON(s.State), Message: rawJSON(s.Message)})
+		res.Spawns = append(res.Spawns, TrySpawn{ID: s.ID, Type: s.Type, Key: s.Key, State: rawJSON(s.State), Message: rawJSON(s.Message)})
 	}
 	for _, s := range out.sends {
 		res.Sends = append(res.Sends, TrySend{To: s.to, Message: s.body})

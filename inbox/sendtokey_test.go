@@ -265,3 +265,35 @@ func TestSendToKeyFromATrigger(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{`{"status": "new"}`}, bodies(t, two))
 }
+
+// A message sent while the key's task ends goes to a new task with that key.
+func TestSendToKeyWhileItsTaskEnds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	old, err := inbox.SendToKey(ctx, db, "counter", "k", "first", nil)
+	require.NoError(t, err)
+	ending, err := db.Begin(ctx)
+	require.NoError(t, err)
+	defer ending.Rollback(ctx)
+	require.NoError(t, tasks.Cancel(ctx, ending, old))
+
+	type result struct {
+		id  tasks.ID
+		err error
+	}
+	sent := make(chan result, 1)
+	go func() {
+		id, err := inbox.SendToKey(ctx, db, "counter", "k", "second", nil)
+		sent <- result{id, err}
+	}()
+	waitForLockWait(t, db) // on the task's row, which the cancel holds
+	require.NoError(t, ending.Commit(ctx))
+	r := <-sent
+	require.NoError(t, r.err)
+	require.NotEqual(t, old, r.id)
+	task, err := tasks.GetByKey(ctx, db, "counter", "k")
+	require.NoError(t, err)
+	require.Equal(t, r.id, task.ID)
+	require.Equal(t, []string{`"second"`}, bodies(t, task))
+}

@@ -53,7 +53,9 @@ const MaxTraceBytes = dberr.MaxTraceBytes
 // its type with its key (see Spec.Key). errors.Is(err, ErrExists) holds.
 type ExistsError struct {
 	// ID is the task that exists: the ID that was taken, or the live task
-	// that holds the key.
+	// that holds the key. When two tasks of one call (a CreateMany, the
+	// children of one poll) carry the same key, it names the first of them,
+	// which the refusal rolled back with the rest.
 	ID  ID
 	err error
 }

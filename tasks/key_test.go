@@ -169,3 +169,27 @@ func TestRestartRefusedWhenTheKeyIsTaken(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, failed, got.ID)
 }
+
+// A create retried with the same ID and key is refused as the same ID would
+// be without a key, and counts nothing twice.
+func TestCreateRetriedWithKeyIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "order"})
+	require.NoError(t, err)
+	spec := tasks.Spec{ID: tasks.NewID(), Type: "order.step", Parent: parent, Key: "charge", Message: "go"}
+	_, err = tasks.Create(ctx, db, spec)
+	require.NoError(t, err)
+
+	_, err = tasks.Create(ctx, db, spec)
+	var exists *tasks.ExistsError
+	require.ErrorAs(t, err, &exists)
+	require.Equal(t, spec.ID, exists.ID)
+	p, err := tasks.Get(ctx, db, parent)
+	require.NoError(t, err)
+	require.Equal(t, 1, p.LiveChildren, "the child is counted once")
+	child, err := tasks.Get(ctx, db, spec.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, child.InboxLen, "its first message once")
+}

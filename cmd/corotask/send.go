@@ -149,18 +149,42 @@ corotask send --type carts.cart --key user-7 --state '{"items": []}' '{"add": "a
 // sendToKey sends body to the live task of type typ with key key in tx, as
 // an operator (recorded in its history) when there is one, else creating
 // it with state initial and body as its first message (see
-// inbox.SendToKey, which also covers a task created meanwhile). It returns
+// inbox.SendToKey, which also covers a task created meanwhile). A task that
+// ends before the operator's send reaches it leaves its key free: the send
+// is then undone (a savepoint) and the key's new task created. It returns
 // the task's ID.
 func sendToKey(ctx context.Context, tx pgx.Tx, typ tasks.Type, key string, body, initial any) (tasks.ID, error) {
 	t, err := tasks.GetByKey(ctx, tx, typ, key)
 	switch {
 	case err == nil:
-		return t.ID, inbox.SendAsOperator(ctx, tx, t.ID, tasks.ID{}, body)
+		sent, err := sendAsOperatorTo(ctx, tx, t.ID, body)
+		if sent || err != nil {
+			return t.ID, err
+		}
+		return inbox.SendToKey(ctx, tx, typ, key, body, initial)
 	case errors.Is(err, tasks.ErrNotFound):
 		return inbox.SendToKey(ctx, tx, typ, key, body, initial)
 	default:
 		return tasks.ID{}, err
 	}
+}
+
+// sendAsOperatorTo sends body to id as an operator, in a savepoint of tx,
+// and reports whether it did: not when the task has ended (no error then).
+func sendAsOperatorTo(ctx context.Context, tx pgx.Tx, id tasks.ID, body any) (bool, error) {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	err = inbox.SendAsOperator(ctx, sp, id, tasks.ID{}, body)
+	if errors.Is(err, tasks.ErrEnded) {
+		return false, sp.Rollback(ctx)
+	}
+	if err != nil {
+		_ = sp.Rollback(ctx)
+		return false, err
+	}
+	return true, sp.Commit(ctx)
 }
 
 // sendError is taskError, with what to grant when the role may not call

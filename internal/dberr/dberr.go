@@ -104,8 +104,15 @@ func Translate(err error) error {
 		case liveKeyIndex:
 			// corotask's own refusal names the task that holds the key;
 			// the index's own (two commits at once) names the type and key.
-			return wrap(Exists, fmt.Sprintf("%s: %s", Exists, uuidPattern.ReplaceAllStringFunc(
-				strings.TrimPrefix(pgErr.Message, "corotask: "), ulidOf)+keyDetail(pgErr)))
+			// Only the holder's ID is shown as a ULID: the key, quoted in
+			// the message, may look like a UUID and is shown as it is.
+			text := strings.TrimPrefix(pgErr.Message, "corotask: ")
+			if holder, ok := strings.CutPrefix(pgErr.Detail, "task "); ok {
+				if rest, ok := strings.CutSuffix(text, holder); ok {
+					text = rest + ulidOf(holder)
+				}
+			}
+			return wrap(Exists, fmt.Sprintf("%s: %s", Exists, text+keyDetail(pgErr)))
 		}
 		return err
 	default:

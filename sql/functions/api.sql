@@ -417,23 +417,32 @@ BEGIN
 END
 $$;
 
--- refuse_taken_keys raises, through refuse_taken_key, for the first task of
--- p_ids (with p_types and p_keys) that has a key and does not exist: one
--- that create_tasks skipped, as a live task held its key, or that another
--- of the same call, created before it, took.
-CREATE OR REPLACE FUNCTION corotask.refuse_taken_keys(p_ids uuid[], p_types text[], p_keys text[]) RETURNS void
+-- refuse_skipped_tasks raises for the first task of p_ids (with p_types and
+-- p_keys) that create_tasks did not create (it is not in p_made): one whose
+-- ID a task has already (23505 on tasks_pkey, as the insert without keys
+-- raises it: a retried create), or else one whose key a live task holds, or
+-- another of the same call created before it (through refuse_taken_key).
+CREATE OR REPLACE FUNCTION corotask.refuse_skipped_tasks(p_ids uuid[], p_types text[], p_keys text[], p_made uuid[])
+RETURNS void
 LANGUAGE plpgsql STABLE SET search_path = '' AS $$
 DECLARE
+    skipped uuid;
     typ text;
     key text;
 BEGIN
-    SELECT u.typ, u.key INTO typ, key
+    SELECT u.id, u.typ, u.key INTO skipped, typ, key
     FROM unnest(p_ids, p_types, p_keys) WITH ORDINALITY AS u(id, typ, key, k)
-    WHERE u.key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM corotask.tasks t WHERE t.task_id = u.id)
+    WHERE u.id <> ALL (p_made)
     ORDER BY u.k LIMIT 1;
-    IF FOUND THEN
-        PERFORM corotask.refuse_taken_key(typ, key);
+    IF NOT FOUND THEN
+        RETURN;
     END IF;
+    IF EXISTS (SELECT 1 FROM corotask.tasks t WHERE t.task_id = skipped) THEN
+        RAISE EXCEPTION 'duplicate key value violates unique constraint "tasks_pkey"'
+            USING ERRCODE = '23505', CONSTRAINT = 'tasks_pkey',
+                  DETAIL = 'Key (task_id)=(' || skipped || ') already exists.';
+    END IF;
+    PERFORM corotask.refuse_taken_key(typ, key);
 END
 $$;
 
@@ -512,7 +521,7 @@ DECLARE
     ended uuid[];    -- ... and those that have ended
     cycle integer;   -- the first task whose parent comes later in the call, or is itself
     trace jsonb;
-    created integer;
+    made uuid[];     -- the tasks a call with keys created
 BEGIN
     PERFORM corotask.refuse_invalid_types(p_ids, p_types);
     IF p_traces IS NOT NULL THEN
@@ -595,11 +604,11 @@ BEGIN
             FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces, p_keys)
                 AS u(id, typ, parent, state, msg, wake_at, trace, key)
             ON CONFLICT (task_type, task_key) WHERE task_key IS NOT NULL AND done_at IS NULL DO NOTHING
-            RETURNING 1
+            RETURNING task_id
         )
-        SELECT count(*) INTO created FROM inserted;
-        IF created < cardinality(p_ids) THEN
-            PERFORM corotask.refuse_taken_keys(p_ids, p_types, p_keys);
+        SELECT array_agg(task_id) INTO made FROM inserted;
+        IF coalesce(cardinality(made), 0) < cardinality(p_ids) THEN
+            PERFORM corotask.refuse_skipped_tasks(p_ids, p_types, p_keys, coalesce(made, '{}'));
         END IF;
         INSERT INTO corotask.messages (task_id, seq, envelope)
         SELECT u.id, 1, corotask.envelope(u.parent, u.msg)
@@ -727,8 +736,9 @@ BEGIN
             END IF;
             CONTINUE; -- it ended meanwhile: the key is free
         END IF;
-        IF round = 1 THEN
-            -- Checked once, when it may create a task.
+        IF new_id IS NULL THEN
+            -- Checked once, when it first may create a task (in a later
+            -- round too, when the key's task ended while it sent).
             new_id := corotask.new_task_id();
             PERFORM corotask.refuse_invalid_types(ARRAY[new_id], ARRAY[p_type]);
             PERFORM corotask.refuse_invalid_keys(ARRAY[new_id], ARRAY[p_key]);

@@ -18,7 +18,7 @@
 -- Cost of the upgrade: adding the column rewrites nothing (no default); the
 -- constraint is added NOT VALID, as every existing row holds NULL, so that
 -- it does not scan the table (new and updated rows are checked all the
--- same); building the partial index reads the table once and stores nothing.
+-- same); building the partial indexes reads the table twice and stores nothing.
 
 ALTER TABLE corotask.tasks
     ADD COLUMN task_key text,
@@ -30,3 +30,8 @@ COMMENT ON COLUMN corotask.tasks.task_key IS
 
 CREATE UNIQUE INDEX tasks_live_key ON corotask.tasks (task_type, task_key)
     WHERE task_key IS NOT NULL AND done_at IS NULL;
+
+-- Finding every task with a key, live or ended, of any type (corotask ls
+-- --key, the web UI's key filter) reads this one, which holds only the
+-- tasks that have a key.
+CREATE INDEX tasks_key ON corotask.tasks (task_key) WHERE task_key IS NOT NULL;
