@@ -214,9 +214,10 @@ func readClaim(br pgx.BatchResults, at time.Time, count bool) (res claimResult, 
 			wake     *time.Time
 			floors   []pgtype.Timestamptz
 			sfloor   pgtype.Timestamptz
+			key      *string
 		)
 		var more *bool
-		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &c.seqs, &more, &token, &failures, &attempt, &stale, &wake, &c.trace, &floors, &sfloor); err != nil {
+		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &c.seqs, &more, &token, &failures, &attempt, &stale, &wake, &c.trace, &floors, &sfloor, &key); err != nil {
 			return claimResult{}, err
 		}
 		if typ == nil {
@@ -228,6 +229,9 @@ func readClaim(br pgx.BatchResults, at time.Time, count bool) (res claimResult, 
 		}
 		c.id, c.typ, c.claim, c.failures, c.attempt, c.claimedAt, c.takenOver = id, tasks.Type(*typ), token.Bytes, int(*failures), int(*attempt), at, *stale
 		c.more = more != nil && *more
+		if key != nil {
+			c.key = *key
+		}
 		res.claimed, res.takenOver = append(res.claimed, &c), append(res.takenOver, *stale)
 	}
 	rows.Close()

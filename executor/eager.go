@@ -127,7 +127,7 @@ func (cm *committer) startChildren(batch []*pendingCommit, plan *eagerPlan, as m
 			traces[k.poll] = tr
 		}
 		cs = append(cs, &claimed{id: s.ID, typ: s.Type, parent: p.c.id, state: st, claim: p.childClaims[k.spawn],
-			attempt: 1, claimedAt: plan.at, trace: tr})
+			attempt: 1, claimedAt: plan.at, trace: tr, key: s.Key})
 	}
 	types := make([]tasks.Type, len(plan.children))
 	for i, k := range plan.children {

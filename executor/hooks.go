@@ -86,6 +86,7 @@ type PollInfo struct {
 	Task   tasks.ID
 	Type   tasks.Type
 	Parent tasks.ID // zero for a root task
+	Key    string   // the task's key (tasks.Spec.Key); "" when it has none
 	// Attempt counts this poll among the consecutive polls of the task since
 	// its last success: 1, or one more than the failures before it.
 	Attempt int
@@ -227,7 +228,7 @@ func (hc hookCaller) pollStart(ctx context.Context, c *claimed) context.Context 
 	if hc.h == nil {
 		return ctx
 	}
-	c.hooked = &pollRecord{info: PollInfo{Task: c.id, Type: c.typ, Parent: c.parent, Attempt: c.failures + 1,
+	c.hooked = &pollRecord{info: PollInfo{Task: c.id, Type: c.typ, Parent: c.parent, Key: c.key, Attempt: c.failures + 1,
 		InboxLen: len(c.inbox), TakenOver: c.takenOver}}
 	c.hooked.info.Trace, c.hooked.info.MessageTraces = traces(c)
 	ctx = hc.h.PollStart(ctx, &c.hooked.info)

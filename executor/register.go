@@ -182,6 +182,7 @@ type claimed struct {
 	hooked    *pollRecord // what Config.Hooks learn of the poll; nil without hooks
 	takenOver bool        // claimed from another executor whose claim expired
 	trace     []byte      // the trace context the task was created in (JSON), or nil
+	key       string      // the task's key (tasks.Spec.Key), or ""
 }
 
 // outcome is what a poll produced, ready to commit.

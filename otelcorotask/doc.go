@@ -69,7 +69,8 @@
 // never belongs to the trace of the code that started the executor), whose
 // context is the poll's: spans the poller starts are its children. Attributes:
 // corotask.task.id, corotask.task.type, corotask.task.parent_id (children
-// only), corotask.poll.attempt (1, or one more than the failures before
+// only), corotask.task.key (tasks with a key, see tasks.Spec.Key),
+// corotask.poll.attempt (1, or one more than the failures before
 // it), corotask.poll.outcome, corotask.poll.action (when the poll returned
 // one), corotask.poll.spawned and corotask.poll.sent (committed polls). A
 // poll that did not commit records its error and has status Error.

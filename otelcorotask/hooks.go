@@ -307,13 +307,16 @@ func (h *Hooks) PollDone(ctx context.Context, info *executor.PollInfo, res *exec
 		span.End()
 		return
 	}
-	attrs := make([]attribute.KeyValue, 4, 8)
+	attrs := make([]attribute.KeyValue, 4, 9)
 	attrs[0] = attribute.String("corotask.task.id", info.Task.String())
 	attrs[1] = attribute.String("corotask.task.type", string(info.Type))
 	attrs[2] = attribute.Int("corotask.poll.attempt", info.Attempt)
 	attrs[3] = attribute.String("corotask.poll.outcome", string(res.Outcome))
 	if !info.Parent.IsZero() {
 		attrs = append(attrs, attribute.String("corotask.task.parent_id", info.Parent.String()))
+	}
+	if info.Key != "" {
+		attrs = append(attrs, attribute.String("corotask.task.key", info.Key))
 	}
 	if res.Action != "" {
 		attrs = append(attrs, attribute.String("corotask.poll.action", res.Action))

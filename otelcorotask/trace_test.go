@@ -208,3 +208,56 @@ func TestUnsampledPollsPassNoTraceOn(t *testing.T) {
 	require.Equal(t, 2, all)
 	require.Zero(t, traced)
 }
+
+// The poll span of a task with a key carries it, whether the task was
+// claimed or created claimed by its parent's executor (eager); a task
+// without one has no key attribute.
+func TestPollSpanCarriesTheTaskKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	tel := newTelemetry(t, otelcorotask.Config{})
+	cfg := config()
+	cfg.Hooks = tel.hooks
+	e := executor.MustNew(db, cfg)
+	executor.Register(e, "order", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		return executor.Done(), nil
+	}))
+	executor.Register(e, "batch", executor.PollerFunc[bool, int](func(ctx context.Context, t *executor.Task[bool, int]) (executor.Action, error) {
+		if t.State {
+			return executor.Done(), nil
+		}
+		t.State = true
+		t.SpawnKeyed("order", "order-7", nil, nil)
+		return executor.AwaitChildren(), nil
+	}))
+
+	keyed, err := tasks.Create(ctx, db, tasks.Spec{Type: "order", Key: "order 42"})
+	require.NoError(t, err)
+	plain, err := tasks.Create(ctx, db, tasks.Spec{Type: "order"})
+	require.NoError(t, err)
+	n, err := e.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Len(t, tel.pollSpans(keyed), 1)
+	require.Equal(t, "order 42", attrs(tel.pollSpans(keyed)[0])["corotask.task.key"])
+	require.Len(t, tel.pollSpans(plain), 1)
+	require.NotContains(t, attrs(tel.pollSpans(plain)[0]), "corotask.task.key")
+
+	batch, err := tasks.Create(ctx, db, tasks.Spec{Type: "batch"})
+	require.NoError(t, err)
+	stop := run(t, e)
+	require.Eventually(t, func() bool {
+		b, err := tasks.Get(ctx, db, batch)
+		require.NoError(t, err)
+		return b.Status == tasks.StatusDone
+	}, testdb.Patience, 10*time.Millisecond)
+	stop()
+	kids, err := tasks.List(ctx, db, tasks.Filter{Parent: batch})
+	require.NoError(t, err)
+	require.Len(t, kids, 1)
+	spans := tel.pollSpans(kids[0].ID)
+	require.Len(t, spans, 1)
+	require.Equal(t, "order-7", attrs(spans[0])["corotask.task.key"])
+	require.Equal(t, batch.String(), attrs(spans[0])["corotask.task.parent_id"])
+}

@@ -41,7 +41,7 @@ type historyJSON struct {
 
 var historyCmd = &command{
 	name:    "history",
-	args:    "TASK",
+	args:    taskRefArgs,
 	summary: "show what happened at each poll of a task",
 	help: `Show the history of task TASK, one entry per line, oldest first: each poll
 that ended (committed with its action, failed, panicked, claim lost, canceled,
@@ -56,16 +56,19 @@ state's size afterwards; ERROR is cut at 80 characters (--json has it
 whole, each message sent or dropped, and the states set_state replaced and
 set). Executors keep each task's first and last attempts (20 and 100 by
 default): attempt numbers may jump. With --stack, the stack of each panicked
-poll follows the table; with --json, print a JSON array (see docs/cli.md).`,
+poll follows the table; with --json, print a JSON array (see docs/cli.md).
+With --type and --key instead of TASK, show the history of the live task of
+that type with that key.`,
 	example: `corotask history 01JD7X3M5Q8R9S2T4V6W8Y0Z1A
-corotask history --last 5 --stack 01JD7X3M5Q8R9S2T4V6W8Y0Z1A`,
+corotask history --last 5 --stack 01JD7X3M5Q8R9S2T4V6W8Y0Z1A
+corotask history --type orders.checkout --key order-42`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		last := fs.String("last", "0", "show only the last `N` entries (default 0: all kept)")
 		stacks := fs.Bool("stack", false, "print the stack of each panicked poll")
 		asJSON := fs.Bool("json", false, "print JSON")
+		ref := taskRefFlags(fs, "show the history of")
 		return func(ctx context.Context, a *app, args []string) error {
-			id, err := taskArg(args)
-			if err != nil {
+			if _, err := ref.parse(args); err != nil {
 				return err
 			}
 			n, err := parseCount("--last", *last, true)
@@ -77,6 +80,10 @@ corotask history --last 5 --stack 01JD7X3M5Q8R9S2T4V6W8Y0Z1A`,
 			var now time.Time
 			err = a.readSnapshot(ctx, func(tx pgx.Tx, txNow time.Time) error {
 				now = txNow
+				id, err := ref.resolve(ctx, tx)
+				if err != nil {
+					return err
+				}
 				if h, err = tasks.History(ctx, tx, id, tasks.HistoryOptions{Last: n}); err != nil {
 					return err
 				}

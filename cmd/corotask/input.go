@@ -11,14 +11,6 @@ import (
 	"github.com/corotask/corotask/tasks"
 )
 
-// taskArg reads the one argument of a command that acts on a task: its ID.
-func taskArg(args []string) (tasks.ID, error) {
-	if err := wantArgs(args, "TASK"); err != nil {
-		return tasks.ID{}, err
-	}
-	return parseID("TASK", args[0])
-}
-
 // parseID parses a task ID given on the command line; what names it in the
 // error ("--parent", "TASK").
 func parseID(what, s string) (tasks.ID, error) {

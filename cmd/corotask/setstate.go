@@ -23,7 +23,7 @@ const maxStateInput = 64 << 20
 
 var setStateCmd = &command{
 	name:    "set-state",
-	args:    "TASK [JSON]",
+	args:    taskRefArgs + " [JSON]",
 	summary: "replace the state of a task",
 	help: `Replace the state of task TASK with JSON, one JSON value (null: the poller's
 zero value), and print the state replaced and the new one. The state is the
@@ -32,21 +32,21 @@ from a file. The next poll starts from it; when the task is polled is
 unchanged. An ended task is refused, and one an executor holds (try again
 once its poll has ended): its poll would commit over the change. The action
 is recorded in the task's history with your database role, with both states
-(see 'corotask history --json').`,
+(see 'corotask history --json'). With --type and --key instead of TASK, set
+the state of the live task of that type with that key.`,
 	example: `corotask set-state 01JD7X3M5Q8R9S2T4V6W8Y0Z1A '{"order": 42, "step": "charge"}'
 corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq '.state | .step = "ship"' | corotask set-state 01JD7X3M5Q8R9S2T4V6W8Y0Z1A -
-corotask set-state --file state.json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A`,
+corotask set-state --file state.json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A
+corotask set-state --type orders.checkout --key order-42 '{"order": 42, "step": "ship"}'`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		file := fs.String("file", "", "read the state from file `F` instead of the argument or standard input")
+		ref := taskRefFlags(fs, "set the state of")
 		return func(ctx context.Context, a *app, args []string) error {
-			if err := wantArgs(args, "TASK", "[JSON]"); err != nil {
-				return err
-			}
-			id, err := parseID("TASK", args[0])
+			rest, err := ref.parse(args, "[JSON]")
 			if err != nil {
 				return err
 			}
-			data, err := a.stateInput(args[1:], *file)
+			data, err := a.stateInput(rest, *file)
 			if err != nil {
 				return err
 			}
@@ -55,10 +55,14 @@ corotask set-state --file state.json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A`,
 				return err
 			}
 			var entry tasks.HistoryEntry
+			var id tasks.ID
 			err = a.withConn(ctx, func(conn *pgx.Conn) error {
 				// The action's history entry, read in its transaction, says
 				// which state it replaced.
-				return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+				return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) (err error) {
+					if id, err = ref.resolve(ctx, tx); err != nil {
+						return err
+					}
 					if err := tasks.SetState(ctx, tx, id, state); err != nil {
 						return err
 					}

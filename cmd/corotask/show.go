@@ -38,7 +38,7 @@ const showHistory = 5
 
 var showCmd = &command{
 	name:    "show",
-	args:    "(TASK | --type TYPE --key KEY)",
+	args:    taskRefArgs,
 	summary: "show everything about one task",
 	help: `Show everything about task TASK: its type, status and parent, its state as
 indented JSON, the messages in its inbox and inbox_next with when each was
@@ -52,29 +52,10 @@ corotask show --type orders.checkout --key order-42
 corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		asJSON := fs.Bool("json", false, "print JSON")
-		typ := fs.String("type", "", "with --key: the `TYPE` of the task")
-		key := fs.String("key", "", "show the live task of --type with this `KEY`")
+		ref := taskRefFlags(fs, "show")
 		return func(ctx context.Context, a *app, args []string) error {
-			var id tasks.ID
-			var err error
-			byKey := isSet(fs, "key")
-			if byKey {
-				if err := wantArgs(args); err != nil {
-					return err
-				}
-				if *typ == "" {
-					return usagef("--key needs --type")
-				}
-				if err := tasks.ValidateKey(*key); err != nil {
-					return usagef("--key: %v", err)
-				}
-			} else {
-				if *typ != "" {
-					return usagef("--type goes with --key")
-				}
-				if id, err = taskArg(args); err != nil {
-					return err
-				}
+			if _, err := ref.parse(args); err != nil {
+				return err
 			}
 			var (
 				t        *tasks.Task
@@ -84,17 +65,15 @@ corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
 				hosts    map[tasks.ID]tasks.Executor
 				now      time.Time
 			)
-			err = a.readSnapshot(ctx, func(tx pgx.Tx, txNow time.Time) error {
+			err := a.readSnapshot(ctx, func(tx pgx.Tx, txNow time.Time) error {
 				now = txNow
-				if byKey {
-					t, err = tasks.GetByKey(ctx, tx, tasks.Type(*typ), *key)
-				} else {
-					t, err = tasks.Get(ctx, tx, id)
-				}
+				id, err := ref.resolve(ctx, tx)
 				if err != nil {
 					return err
 				}
-				id = t.ID
+				if t, err = tasks.Get(ctx, tx, id); err != nil {
+					return err
+				}
 				if children, err = countChildren(ctx, tx, id); err != nil {
 					return err
 				}

@@ -23,18 +23,21 @@ const defaultTreeMax = 10000
 
 var treeCmd = &command{
 	name:    "tree",
-	args:    "TASK",
+	args:    taskRefArgs,
 	summary: "show a task and its descendants as a tree",
 	help: `Show task TASK and its descendants as a tree, one task per line: ID, type and
 status (and key, when a task of the tree has one), children in the order
 they were created. At most --max tasks are
-shown, the levels nearest TASK first; a note says when the tree was cut.`,
-	example: `corotask tree 01JD7X3M5Q8R9S2T4V6W8Y0Z1A`,
+shown, the levels nearest TASK first; a note says when the tree was cut.
+With --type and --key instead of TASK, show the tree of the live task of that
+type with that key.`,
+	example: `corotask tree 01JD7X3M5Q8R9S2T4V6W8Y0Z1A
+corotask tree --type orders.checkout --key order-42`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		maxNodes := fs.String("max", strconv.Itoa(defaultTreeMax), fmt.Sprintf("show at most `N` tasks (default %d)", defaultTreeMax))
+		ref := taskRefFlags(fs, "show the tree of")
 		return func(ctx context.Context, a *app, args []string) error {
-			id, err := taskArg(args)
-			if err != nil {
+			if _, err := ref.parse(args); err != nil {
 				return err
 			}
 			limit, err := parseCount("--max", *maxNodes, false)
@@ -42,12 +45,16 @@ shown, the levels nearest TASK first; a note says when the tree was cut.`,
 				return err
 			}
 			var nodes []treeNode
-			err = a.readSnapshot(ctx, func(tx pgx.Tx, _ time.Time) error {
+			var id tasks.ID
+			err = a.readSnapshot(ctx, func(tx pgx.Tx, _ time.Time) (err error) {
+				if id, err = ref.resolve(ctx, tx); err != nil {
+					return err
+				}
 				nodes, err = loadTree(ctx, tx, id, limit+1)
 				return err
 			})
 			if err != nil {
-				return err
+				return taskError(err)
 			}
 			if len(nodes) == 0 {
 				return fmt.Errorf("%w: %s", tasks.ErrNotFound, id)

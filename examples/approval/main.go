@@ -2,7 +2,11 @@
 // person to approve or reject it, reminds them while it waits, and gives up
 // after a deadline.
 //
-// The order is a task of type approval.order. Each poll looks at its inbox:
+// The order is a task of type approval.order whose key is its order number
+// (PO-482913): what knows only the number, such as a webhook of the system
+// where the person decides, sends the decision to the order by it
+// (inbox.SendToKey, or corotask send --type approval.order --key PO-482913),
+// and no two waiting orders have the same number. Each poll looks at its inbox:
 // a message {"approve": true} approves the order, {"approve": false} rejects
 // it (an optional "reason" is kept), and the task ends with the outcome. With
 // no decision yet, the task sends itself a reminder by sleeping: it returns
@@ -18,23 +22,28 @@
 // the database the program uses: here database corotask on 127.0.0.1:5432; a
 // password is never printed), and runs an executor until the order ends:
 //
-//	order 01M80BQXCCNEJD5WAAXATW0K2C for a new laptop waits for approval until 2026-11-23 00:50:47 (a reminder every 10s)
+//	order PO-482913 (task 01M80BQXCCNEJD5WAAXATW0K2C) for a new laptop waits for approval until 2026-11-23 00:50:47 (a reminder every 10s)
 //	approve it from another shell with:
 //
-//	    corotask --database-url postgres://postgres@127.0.0.1:5432/corotask send 01M80BQXCCNEJD5WAAXATW0K2C '{"approve":true}'
+//	    corotask --database-url postgres://postgres@127.0.0.1:5432/corotask send --type approval.order --key PO-482913 '{"approve":true}'
 //
 //	or reject it with:
 //
-//	    corotask --database-url postgres://postgres@127.0.0.1:5432/corotask send 01M80BQXCCNEJD5WAAXATW0K2C '{"approve":false,"reason":"too expensive"}'
+//	    corotask --database-url postgres://postgres@127.0.0.1:5432/corotask send --type approval.order --key PO-482913 '{"approve":false,"reason":"too expensive"}'
 //
 //	(from a clone of the repository, `go run ./cmd/corotask` works as `corotask`)
-//	reminder 1: order 01M80BQXCCNEJD5WAAXATW0K2C for a new laptop waits for approval (23h59m50s left)
-//	reminder 2: order 01M80BQXCCNEJD5WAAXATW0K2C for a new laptop waits for approval (23h59m40s left)
+//	reminder 1: order PO-482913 for a new laptop waits for approval (23h59m50s left)
+//	reminder 2: order PO-482913 for a new laptop waits for approval (23h59m40s left)
 //
 // Run one of the commands in another shell, and the program prints the
 // outcome and exits:
 //
-//	order 01M80BQXCCNEJD5WAAXATW0K2C approved (after 2 reminders)
+//	order PO-482913 approved (after 2 reminders)
+//
+// Sending by key creates the task when none has the key: a decision for a
+// number that no order waits with (one already decided, or never made)
+// makes an order without an item, which its first poll ends as "no such
+// order".
 //
 // A message that is not a decision is logged and ignored; with -strict it
 // fails the poll instead, and every retry after it, until an operator drops
@@ -42,7 +51,7 @@
 // CLI). With
 // -timeout 3s -remind 1s, the order times out while you watch:
 //
-//	order 01M80BRWP6559N9KM0VF782N8F timed out (after 2 reminders)
+//	order PO-207514 timed out (after 2 reminders)
 //
 // Stop the program with Ctrl-C while the order waits, and the order stays in
 // the database: `go run ./examples/approval -order ID` waits for it again.
@@ -56,6 +65,8 @@
 //	-timeout D        how long the order waits for a decision (default 24h)
 //	-remind D         how often it reminds (default 10s)
 //	-order ID         wait for an existing order instead of creating one
+//	-number NUMBER    the order number of the order created (default PO- and
+//	                  6 random digits)
 //	-strict           fail the poll on a message that is not a decision
 //	--database-url U  the PostgreSQL URL (default $DATABASE_URL, else libpq's
 //	                  PG* variables, else database corotask on 127.0.0.1:5432,
@@ -63,7 +74,8 @@
 //	-v                debug logs
 //
 // An order can also be created without this program, with
-// `corotask create --type approval.order --state '{"item": "a chair"}'`: its
+// `corotask create --type approval.order --key PO-1 --state '{"item": "a chair", "number": "PO-1"}'`
+// (without --key and number, the program names it by its task ID): its
 // deadline is then set by its first poll, -timeout after it.
 package main
 
@@ -76,6 +88,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"sync"
@@ -97,6 +110,7 @@ type config struct {
 	Timeout     time.Duration // how long an order waits for a decision
 	Remind      time.Duration // how often it reminds
 	Order       string        // an existing order to wait for
+	Number      string        // the order number of the order created: its task's key
 	Strict      bool          // a message that is not a decision fails the poll
 	Logger      *slog.Logger
 }
@@ -109,6 +123,7 @@ func main() {
 	flag.DurationVar(&cfg.Timeout, "timeout", 24*time.Hour, "how long the order waits for a decision")
 	flag.DurationVar(&cfg.Remind, "remind", 10*time.Second, "how often the order reminds")
 	flag.StringVar(&cfg.Order, "order", "", "wait for the existing order `ID` instead of creating one")
+	flag.StringVar(&cfg.Number, "number", "", "the order `NUMBER` of the order created (default: PO- and 6 random digits)")
 	flag.BoolVar(&cfg.Strict, "strict", false, "fail the poll on a message that is not a decision, instead of ignoring it")
 	flag.BoolVar(&verbose, "v", false, "debug logs")
 	flag.Parse()
@@ -133,7 +148,10 @@ func main() {
 
 // orderState is the durable state of an order.
 type orderState struct {
-	Item     string    `json:"item"`
+	Item string `json:"item"`
+	// Number is the order number, also the task's key; "" for an order
+	// created without one (corotask create without --key).
+	Number   string    `json:"number,omitempty"`
 	Deadline time.Time `json:"deadline,omitzero"` // set by the first poll when zero
 	// NextReminder is when the next reminder is due; zero until the first
 	// poll, which sends none.
@@ -150,7 +168,7 @@ type decision struct {
 
 // outcome is what an order ends with.
 type outcome struct {
-	Status    string `json:"status"` // "approved", "rejected" or "timed out"
+	Status    string `json:"status"` // "approved", "rejected", "timed out" or "no such order"
 	Item      string `json:"item"`
 	Reason    string `json:"reason,omitempty"`
 	Reminders int    `json:"reminders"`
@@ -172,6 +190,13 @@ type orderPoller struct {
 func (p *orderPoller) Poll(ctx context.Context, t *executor.Task[orderState, json.RawMessage]) (executor.Action, error) {
 	s := &t.State
 	now := p.now()
+	if s.Item == "" {
+		// A decision sent by order number (inbox.SendToKey, corotask send
+		// --key) when no order with that number waits creates a task
+		// with it, with no item: there is nothing to decide.
+		p.log.Warn("a message came for an order number that no order waits with", "task", t.ID, "messages", t.Inbox.Len())
+		return executor.DoneWith(outcome{Status: "no such order"}), nil
+	}
 	if s.Deadline.IsZero() {
 		s.Deadline = now.Add(p.timeout)
 	}
@@ -205,7 +230,7 @@ func (p *orderPoller) Poll(ctx context.Context, t *executor.Task[orderState, jso
 		// least once.
 		s.Reminders++
 		fmt.Fprintf(p.out, "reminder %d: order %s for %s waits for approval (%s left)\n",
-			s.Reminders, t.ID, s.Item, s.Deadline.Sub(now).Round(time.Second))
+			s.Reminders, s.name(t.ID), s.Item, s.Deadline.Sub(now).Round(time.Second))
 	}
 	if s.NextReminder.IsZero() || !now.Before(s.NextReminder) {
 		s.NextReminder = now.Add(p.remind)
@@ -213,6 +238,14 @@ func (p *orderPoller) Poll(ctx context.Context, t *executor.Task[orderState, jso
 	// Sleep until the next reminder or the deadline, whichever comes first;
 	// a decision wakes the task sooner.
 	return executor.Sleep(min(s.NextReminder.Sub(now), s.Deadline.Sub(now))), nil
+}
+
+// name is how the program names an order: by its number, else its task.
+func (s *orderState) name(id tasks.ID) string {
+	if s.Number != "" {
+		return s.Number
+	}
+	return id.String()
 }
 
 // parseDecision checks that body is a decision.
@@ -252,6 +285,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	}
 
 	var id tasks.ID
+	var number string // the order's number, its task's key: "" for none
 	if cfg.Order != "" {
 		if id, err = tasks.ParseID(cfg.Order); err != nil {
 			return fmt.Errorf("-order: %w", err)
@@ -263,23 +297,44 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 		if task.Type != orderType {
 			return fmt.Errorf("task %s is a %s, not an %s", id, task.Type, orderType)
 		}
-		fmt.Fprintf(stdout, "waiting for order %s (%s)\n", id, task.Status)
+		number = task.Key
+		if number != "" {
+			fmt.Fprintf(stdout, "waiting for order %s (task %s, %s)\n", number, id, task.Status)
+		} else {
+			fmt.Fprintf(stdout, "waiting for order %s (%s)\n", id, task.Status)
+		}
 	} else {
+		number = cfg.Number
+		if number == "" {
+			number = fmt.Sprintf("PO-%06d", rand.IntN(1_000_000))
+		}
 		now := time.Now()
-		id, err = tasks.Create(ctx, db, tasks.Spec{Type: orderType, State: orderState{
+		// The order number is the task's key: what knows only the number
+		// (a webhook, an operator) reaches the order by it, and no two
+		// waiting orders have the same.
+		id, err = tasks.Create(ctx, db, tasks.Spec{Type: orderType, Key: number, State: orderState{
 			Item:     cfg.Item,
+			Number:   number,
 			Deadline: now.Add(cfg.Timeout),
 		}})
-		if err != nil {
-			return fmt.Errorf("create order: %w", err)
+		if errors.Is(err, tasks.ErrExists) {
+			return fmt.Errorf("create order %s: %w (choose another -number)", number, err)
 		}
-		fmt.Fprintf(stdout, "order %s for %s waits for approval until %s (a reminder every %s)\n",
-			id, cfg.Item, now.Add(cfg.Timeout).Format(time.DateTime), cfg.Remind)
+		if err != nil {
+			return fmt.Errorf("create order %s: %w", number, err)
+		}
+		fmt.Fprintf(stdout, "order %s (task %s) for %s waits for approval until %s (a reminder every %s)\n",
+			number, id, cfg.Item, now.Add(cfg.Timeout).Format(time.DateTime), cfg.Remind)
 	}
-	// The commands reach the database this program uses.
+	// The commands reach the database this program uses, and name the
+	// order as a webhook that knows only its number would (inbox.SendToKey).
 	cli, note := tg.Command()
-	fmt.Fprintf(stdout, "approve it from another shell with:\n\n    %s send %s '{\"approve\":true}'\n\n", cli, id)
-	fmt.Fprintf(stdout, "or reject it with:\n\n    %s send %s '{\"approve\":false,\"reason\":\"too expensive\"}'\n\n", cli, id)
+	to := id.String()
+	if number != "" {
+		to = fmt.Sprintf("--type %s --key %s", orderType, shellQuote(number))
+	}
+	fmt.Fprintf(stdout, "approve it from another shell with:\n\n    %s send %s '{\"approve\":true}'\n\n", cli, to)
+	fmt.Fprintf(stdout, "or reject it with:\n\n    %s send %s '{\"approve\":false,\"reason\":\"too expensive\"}'\n\n", cli, to)
 	if note != "" {
 		fmt.Fprintf(stdout, "(%s)\n", note)
 	}
@@ -299,21 +354,25 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 
 	task, err := tasks.Wait(ctx, db, id)
 	stopRun()
+	name := id.String()
+	if number != "" {
+		name = number
+	}
 	if runErr := <-ran; runErr != nil {
 		return runErr
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintf(stdout, "stopped; order %s still waits: `go run ./examples/approval -order %s` waits for it again\n", id, id)
+			fmt.Fprintf(stdout, "stopped; order %s still waits: `go run ./examples/approval -order %s` waits for it again\n", name, id)
 			return nil
 		}
 		return err
 	}
 	if task.Status != tasks.StatusDone {
 		if task.LastError != "" {
-			fmt.Fprintf(stdout, "order %s %s: %s\n", id, task.Status, task.LastError)
+			fmt.Fprintf(stdout, "order %s %s: %s\n", name, task.Status, task.LastError)
 		} else {
-			fmt.Fprintf(stdout, "order %s %s\n", id, task.Status)
+			fmt.Fprintf(stdout, "order %s %s\n", name, task.Status)
 		}
 		return nil
 	}
@@ -321,7 +380,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) error {
 	if err := json.Unmarshal(task.Result, &res); err != nil {
 		return fmt.Errorf("order %s: result %s: %w", id, task.Result, err)
 	}
-	line := fmt.Sprintf("order %s %s (after %s)", id, res.Status, plural(res.Reminders, "reminder"))
+	line := fmt.Sprintf("order %s %s (after %s)", name, res.Status, plural(res.Reminders, "reminder"))
 	if res.Reason != "" {
 		line += ": " + res.Reason
 	}

@@ -125,13 +125,24 @@ func (s *session) wait(t *testing.T) string {
 }
 
 // order waits for the printed approve command, checks it, and returns the
-// order's ID.
-func (s *session) order(t *testing.T) tasks.ID {
+// order's task ID and its number (its key).
+func (s *session) order(t *testing.T) (tasks.ID, string) {
 	t.Helper()
-	_, m := s.out.waitFor(t, 0, `^    corotask --database-url \S+ send (\S+) '\{"approve":true\}'$`)
-	id, err := tasks.ParseID(m[1])
+	_, m := s.out.waitFor(t, 0, `^(?:order|waiting for order) (PO-\d{6}) \(task (\S+)[,)]`)
+	id, err := tasks.ParseID(m[2])
 	require.NoError(t, err)
-	s.out.waitFor(t, 0, fmt.Sprintf(`^    corotask --database-url \S+ send %s '\{"approve":false,"reason":"too expensive"\}'$`, id))
+	number := m[1]
+	s.out.waitFor(t, 0, `^    corotask --database-url \S+ send --type approval.order --key `+number+` '\{"approve":true\}'$`)
+	s.out.waitFor(t, 0, `^    corotask --database-url \S+ send --type approval.order --key `+number+` '\{"approve":false,"reason":"too expensive"\}'$`)
+	return id, number
+}
+
+// decide sends body to the order with number, as a webhook that knows only
+// the number does.
+func decide(t *testing.T, db tasks.DB, number string, body any) tasks.ID {
+	t.Helper()
+	id, err := inbox.SendToKey(context.Background(), db, orderType, number, body, nil)
+	require.NoError(t, err)
 	return id
 }
 
@@ -151,13 +162,13 @@ func TestApproved(t *testing.T) {
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
 	s := start(t, config{DatabaseURL: url, Item: "a desk", Timeout: time.Hour, Remind: 20 * time.Millisecond})
-	id := s.order(t)
+	id, number := s.order(t)
 	// The order reminds while it waits.
-	s.out.waitFor(t, 0, fmt.Sprintf(`^reminder 1: order %s for a desk waits for approval \([0-9hms]+ left\)$`, id))
+	s.out.waitFor(t, 0, fmt.Sprintf(`^reminder 1: order %s for a desk waits for approval \([0-9hms]+ left\)$`, number))
 	s.out.waitFor(t, 0, `^reminder 2: `)
 	// A message that is not a decision is ignored; the task goes on.
 	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "yes please"))
-	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, json.RawMessage(`{"approve":true}`)))
+	require.Equal(t, id, decide(t, db, number, json.RawMessage(`{"approve":true}`)))
 	out := s.wait(t)
 
 	res := result(t, db, id)
@@ -165,21 +176,20 @@ func TestApproved(t *testing.T) {
 	require.Equal(t, "a desk", res.Item)
 	require.GreaterOrEqual(t, res.Reminders, 2)
 	require.Equal(t, res.Reminders, strings.Count(out, "\nreminder "), "one line per reminder:\n%s", out)
-	require.True(t, strings.HasSuffix(out, fmt.Sprintf("\norder %s approved (after %d reminders)", id, res.Reminders)), out)
+	require.True(t, strings.HasSuffix(out, fmt.Sprintf("\norder %s approved (after %d reminders)", number, res.Reminders)), out)
 }
 
 func TestRejected(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
 	s := start(t, config{DatabaseURL: url, Item: "a yacht", Timeout: time.Hour, Remind: time.Hour})
-	id := s.order(t)
-	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, map[string]any{"approve": false, "reason": "too expensive"}))
+	id, number := s.order(t)
+	decide(t, db, number, map[string]any{"approve": false, "reason": "too expensive"})
 	out := s.wait(t)
 
 	require.Equal(t, outcome{Status: "rejected", Item: "a yacht", Reason: "too expensive"}, result(t, db, id))
-	require.True(t, strings.HasSuffix(out, fmt.Sprintf("\norder %s rejected (after 0 reminders): too expensive", id)), out)
+	require.True(t, strings.HasSuffix(out, fmt.Sprintf("\norder %s rejected (after 0 reminders): too expensive", number)), out)
 }
 
 // With -strict, a message that is not a decision fails every poll until it
@@ -190,7 +200,7 @@ func TestStrictPoisonMessage(t *testing.T) {
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
 	s := start(t, config{DatabaseURL: url, Item: "a lamp", Timeout: time.Hour, Remind: time.Hour, Strict: true})
-	id := s.order(t)
+	id, _ := s.order(t)
 	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, json.RawMessage(`{"approve":"yes"}`)))
 	require.Eventually(t, func() bool {
 		task, err := tasks.Get(ctx, db, id)
@@ -214,13 +224,13 @@ func TestTimedOut(t *testing.T) {
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
 	s := start(t, config{DatabaseURL: url, Item: "a chair", Timeout: 500 * time.Millisecond, Remind: 100 * time.Millisecond})
-	id := s.order(t)
+	id, number := s.order(t)
 	out := s.wait(t)
 
 	res := result(t, db, id)
 	require.Equal(t, "timed out", res.Status)
 	require.Equal(t, res.Reminders, strings.Count(out, "\nreminder "), "one line per reminder:\n%s", out)
-	require.Contains(t, out, fmt.Sprintf("\norder %s timed out (after %s)", id, plural(res.Reminders, "reminder")))
+	require.Contains(t, out, fmt.Sprintf("\norder %s timed out (after %s)", number, plural(res.Reminders, "reminder")))
 
 	// Ended orders take no more messages: a late decision is refused.
 	err := inbox.Send(context.Background(), db, id, tasks.ID{}, json.RawMessage(`{"approve":true}`))
@@ -235,19 +245,20 @@ func TestResume(t *testing.T) {
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
 	first := start(t, config{DatabaseURL: url, Item: "a lamp", Timeout: time.Hour, Remind: time.Hour})
-	id := first.order(t)
+	id, number := first.order(t)
 	first.cancel()
 	out := first.wait(t)
-	require.Contains(t, out, fmt.Sprintf("\nstopped; order %s still waits: `go run ./examples/approval -order %s` waits for it again", id, id))
+	require.Contains(t, out, fmt.Sprintf("\nstopped; order %s still waits: `go run ./examples/approval -order %s` waits for it again", number, id))
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
 	require.False(t, task.Status.Ended())
 
 	second := start(t, config{DatabaseURL: url, Order: id.String(), Timeout: time.Hour, Remind: time.Hour})
-	second.order(t)
-	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, json.RawMessage(`{"approve":true}`)))
+	again, _ := second.order(t)
+	require.Equal(t, id, again)
+	decide(t, db, number, json.RawMessage(`{"approve":true}`))
 	out = second.wait(t)
-	require.True(t, strings.HasPrefix(out, fmt.Sprintf("waiting for order %s (", id)), out)
+	require.True(t, strings.HasPrefix(out, fmt.Sprintf("waiting for order %s (task %s, ", number, id)), out)
 	require.Equal(t, "approved", result(t, db, id).Status)
 }
 
@@ -271,7 +282,7 @@ func TestPrintedCommandNamesExplicitDatabase(t *testing.T) {
 	t.Parallel()
 	url := testdb.URL(t)
 	s := start(t, config{DatabaseURL: url, Item: "a pen", Timeout: time.Hour, Remind: time.Hour})
-	s.out.waitFor(t, 0, `^    corotask --database-url `+regexp.QuoteMeta(shellQuote(url))+` send \S+ '\{"approve":true\}'$`)
+	s.out.waitFor(t, 0, `^    corotask --database-url `+regexp.QuoteMeta(shellQuote(url))+` send --type approval.order --key PO-\d{6} '\{"approve":true\}'$`)
 }
 
 // A database with a password gets a command without it, and a note that
@@ -286,7 +297,7 @@ func TestPrintedCommandHidesPassword(t *testing.T) {
 	}
 	s := start(t, config{DatabaseURL: u.String(), Item: "a pen", Timeout: time.Hour, Remind: time.Hour})
 	u.User = url.User(u.User.Username())
-	s.out.waitFor(t, 0, `^    corotask --database-url `+regexp.QuoteMeta(shellQuote(u.String()))+` send \S+ '\{"approve":true\}'$`)
+	s.out.waitFor(t, 0, `^    corotask --database-url `+regexp.QuoteMeta(shellQuote(u.String()))+` send --type approval.order --key PO-\d{6} '\{"approve":true\}'$`)
 	s.out.waitFor(t, 0, `^\(the password is not shown: give it in PGPASSWORD or ~/.pgpass\)$`)
 	require.NotContains(t, s.out.String(), "s3cret")
 }
@@ -311,8 +322,65 @@ func TestCanceled(t *testing.T) {
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
 	s := start(t, config{DatabaseURL: url, Item: "a lamp", Timeout: time.Hour, Remind: time.Hour})
-	id := s.order(t)
+	id, number := s.order(t)
 	require.NoError(t, tasks.Cancel(context.Background(), db, id))
 	out := s.wait(t)
-	require.True(t, strings.HasSuffix(out, fmt.Sprintf("\norder %s canceled", id)), "%q", out)
+	require.True(t, strings.HasSuffix(out, fmt.Sprintf("\norder %s canceled", number)), "%q", out)
+}
+
+// An order created without a number (corotask create without --key) is
+// named by its task ID, and decided by it.
+func TestOrderWithoutNumber(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: orderType, State: json.RawMessage(`{"item": "a rug"}`)})
+	require.NoError(t, err)
+	s := start(t, config{DatabaseURL: url, Order: id.String(), Timeout: time.Hour, Remind: time.Hour})
+	s.out.waitFor(t, 0, fmt.Sprintf(`^    corotask --database-url \S+ send %s '\{"approve":true\}'$`, id))
+	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, json.RawMessage(`{"approve":true}`)))
+	out := s.wait(t)
+	require.True(t, strings.HasPrefix(out, fmt.Sprintf("waiting for order %s (", id)), out)
+	require.True(t, strings.HasSuffix(out, fmt.Sprintf("\norder %s approved (after 0 reminders)", id)), out)
+}
+
+// -number names the order; a number a waiting order has is refused.
+func TestNumber(t *testing.T) {
+	t.Parallel()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	s := start(t, config{DatabaseURL: url, Item: "a desk", Number: "PO-000042", Timeout: time.Hour, Remind: time.Hour})
+	id, number := s.order(t)
+	require.Equal(t, "PO-000042", number)
+
+	var out bytes.Buffer
+	err := run(context.Background(), config{DatabaseURL: url, Item: "a chair", Number: "PO-000042", Timeout: time.Hour, Remind: time.Hour,
+		Logger: testdb.Logger(t)}, &out)
+	require.ErrorIs(t, err, tasks.ErrExists)
+	require.ErrorContains(t, err, "create order PO-000042")
+	require.ErrorContains(t, err, id.String())
+
+	decide(t, db, number, json.RawMessage(`{"approve":true}`))
+	s.wait(t)
+	require.Equal(t, "approved", result(t, db, id).Status)
+}
+
+// A decision sent by number when no order with it waits (one decided
+// already, or none made) creates a task without an item, which its poll
+// ends as "no such order".
+func TestDecisionForNoOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
+	s := start(t, config{DatabaseURL: url, Item: "a desk", Timeout: time.Hour, Remind: time.Hour})
+	s.order(t) // the program's executor runs
+	stray := decide(t, db, "PO-999999x", json.RawMessage(`{"approve":true}`))
+	waitCtx, cancel := context.WithTimeout(ctx, testdb.Patience)
+	defer cancel()
+	task, err := tasks.Wait(waitCtx, db, stray)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StatusDone, task.Status)
+	require.Equal(t, outcome{Status: "no such order"}, result(t, db, stray))
 }
