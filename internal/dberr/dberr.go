@@ -104,15 +104,8 @@ func Translate(err error) error {
 		case liveKeyIndex:
 			// corotask's own refusal names the task that holds the key;
 			// the index's own (two commits at once) names the type and key.
-			// Only the holder's ID is shown as a ULID: the key, quoted in
-			// the message, may look like a UUID and is shown as it is.
-			text := strings.TrimPrefix(pgErr.Message, "corotask: ")
-			if holder, ok := strings.CutPrefix(pgErr.Detail, "task "); ok {
-				if rest, ok := strings.CutSuffix(text, holder); ok {
-					text = rest + ulidOf(holder)
-				}
-			}
-			return wrap(Exists, fmt.Sprintf("%s: %s", Exists, text+keyDetail(pgErr)))
+			return wrap(Exists, fmt.Sprintf("%s: %s", Exists,
+				unquotedULIDs(strings.TrimPrefix(pgErr.Message, "corotask: "))+keyDetail(pgErr)))
 		}
 		return err
 	default:
@@ -173,6 +166,17 @@ func ExistingTask(err error) (id [16]byte, ok bool) {
 		return id, false
 	}
 	return id, true
+}
+
+// unquotedULIDs shows the task IDs of msg as ULIDs, but for text between
+// double quotes: a type or a key, which may look like a UUID and is shown as
+// it is.
+func unquotedULIDs(msg string) string {
+	parts := strings.Split(msg, `"`)
+	for i := 0; i < len(parts); i += 2 {
+		parts[i] = uuidPattern.ReplaceAllStringFunc(parts[i], ulidOf)
+	}
+	return strings.Join(parts, `"`)
 }
 
 // uuidPattern matches a UUID in a message of the database.
