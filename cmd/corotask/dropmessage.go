@@ -16,7 +16,7 @@ import (
 
 var dropMessageCmd = &command{
 	name:    "drop-message",
-	args:    "TASK POSITION",
+	args:    taskRefArgs + " POSITION",
 	summary: "remove one message from a task's inbox",
 	help: `Remove the message at POSITION (1: the oldest, as 'corotask show' numbers
 them) from the inbox of task TASK, and print it: a message its poller cannot
@@ -32,20 +32,23 @@ show' prints it): if the message at POSITION is another one by then, nothing
 is dropped. Without --digest, nothing is dropped either: the command prints
 the message at POSITION with its digest, and the command to drop it.`,
 	example: `corotask drop-message 01JD7X3M5Q8R9S2T4V6W8Y0Z1A 1
-corotask drop-message 01JD7X3M5Q8R9S2T4V6W8Y0Z1A 1 --digest 5f1c0a9b2d3e4f5061728394`,
+corotask drop-message 01JD7X3M5Q8R9S2T4V6W8Y0Z1A 1 --digest 5f1c0a9b2d3e4f5061728394
+corotask drop-message --type orders.checkout --key order-42 1`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		digest := fs.String("digest", "", "the digest of the message to drop, `D`, as 'corotask show' prints it")
+		ref := taskRefFlags(fs, "drop a message of")
 		return func(ctx context.Context, a *app, args []string) error {
-			if err := wantArgs(args, "TASK", "POSITION"); err != nil {
-				return err
-			}
-			id, err := parseID("TASK", args[0])
+			rest, err := ref.parse(args, "POSITION")
 			if err != nil {
 				return err
 			}
-			pos, err := strconv.Atoi(args[1])
+			pos, err := strconv.Atoi(rest[0])
 			if err != nil || pos < 1 {
-				return usagef("invalid POSITION %q: want 1 for the oldest message, 2 for the next, ...", args[1])
+				return usagef("invalid POSITION %q: want 1 for the oldest message, 2 for the next, ...", rest[0])
+			}
+			id, err := a.resolveRef(ctx, ref)
+			if err != nil {
+				return err
 			}
 			if *digest == "" {
 				return a.showMessage(ctx, id, pos)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/corotask/corotask/tasks"
 )
@@ -105,4 +108,21 @@ func (r *taskRef) resolve(ctx context.Context, db tasks.DB) (tasks.ID, error) {
 		return tasks.ID{}, fmt.Errorf("%w: no failed task of type %q has key %q", tasks.ErrNotFound, typ, *r.key)
 	}
 	return last[0].ID, nil
+}
+
+// resolveRef resolves ref in a read of its own, for a command whose action
+// then names the task by its ID (drop-message, which its digest fences).
+func (a *app) resolveRef(ctx context.Context, ref *taskRef) (tasks.ID, error) {
+	if !ref.byKey() {
+		return ref.id, nil
+	}
+	var id tasks.ID
+	err := a.readSnapshot(ctx, func(tx pgx.Tx, _ time.Time) (err error) {
+		id, err = ref.resolve(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return tasks.ID{}, taskError(err)
+	}
+	return id, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -99,4 +100,26 @@ func TestTaskRefUsageErrors(t *testing.T) {
 	requireUsage(t, c.run("set-state", "--type", "t", "--key", "k", "1", "2"), "set-state", `unexpected argument "2"`)
 	requireUsage(t, c.run("cancel", "--type", "t", "--key", "k", "x"), "cancel", `unexpected argument "x"`)
 	require.Equal(t, tasks.StatusReady, c.show(id).Status, "usage errors change nothing")
+}
+
+// drop-message names its task by key too, and its POSITION follows.
+func TestDropMessageByKey(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	byKey := []string{"--type", "orders.checkout", "--key", "order-42"}
+	order := c.create(append(byKey, "--in", "1h")...)
+	c.ok(append([]string{"send"}, append(byKey, `"oops"`)...)...)
+	drop := func(args ...string) result {
+		return c.run(append(append([]string{"drop-message"}, byKey...), args...)...)
+	}
+
+	r := drop("1") // without --digest: prints the message and its digest
+	require.Equal(t, exitError, r.code, "%s", r)
+	digest := c.show(order).Inbox[0].Digest
+	require.Contains(t, r.stdout, "digest "+digest)
+	r = drop("1", "--digest", digest)
+	require.Equal(t, exitOK, r.code, "%s", r)
+	require.True(t, strings.HasPrefix(r.stdout, "dropped message 1 of "+order.String()+": "), r.stdout)
+	require.Empty(t, c.show(order).Inbox)
+	requireUsage(t, c.run(append([]string{"drop-message"}, byKey...)...), "drop-message", "POSITION")
 }
