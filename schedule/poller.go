@@ -67,6 +67,18 @@ func (p *poller) Poll(ctx context.Context, t *executor.Task[state, json.RawMessa
 			if msg.Spec == nil || sameSpec(*msg.Spec, st.Spec) {
 				continue
 			}
+			// Ensure sends only valid specs; one sent by other means (corotask
+			// send, SQL) is checked too, and dropped rather than break the
+			// schedule.
+			spec, err := msg.Spec.normalize()
+			if err == nil && spec.Name != st.Spec.Name {
+				err = fmt.Errorf("the name %q is not the schedule's", spec.Name)
+			}
+			if err != nil {
+				slog.WarnContext(ctx, "schedule: dropping an invalid update", "schedule", st.Spec.Name, "error", err)
+				continue
+			}
+			msg.Spec = &spec
 			if msg.Spec.Cron != st.Spec.Cron || msg.Spec.TimeZone != st.Spec.TimeZone {
 				st.Next = time.Time{}
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/corotask/corotask/corotasktest"
 	"github.com/corotask/corotask/executor"
+	"github.com/corotask/corotask/inbox"
 	"github.com/corotask/corotask/schedule"
 	"github.com/corotask/corotask/tasks"
 )
@@ -340,4 +341,54 @@ func TestBadInput(t *testing.T) {
 	}
 	err = schedule.Backfill(v.ctx, v.db, "absent", start, start.Add(time.Hour))
 	require.True(t, errors.Is(err, schedule.ErrNotFound), "%v", err)
+}
+
+// An update sent by other means than Ensure is checked, and dropped when
+// invalid.
+func TestInvalidUpdateIsDropped(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	id := v.ensure(t, spec("u"))
+	v.run(t)
+	require.NoError(t, inbox.Send(v.ctx, v.db, id, tasks.ID{}, map[string]any{
+		"op": "update", "spec": map[string]any{"name": "u", "type": "job.run", "cron": "99 * * * *"}}))
+	require.NoError(t, inbox.Send(v.ctx, v.db, id, tasks.ID{}, map[string]any{
+		"op": "update", "spec": map[string]any{"name": "other", "type": "job.run", "cron": "@daily"}}))
+	require.NoError(t, inbox.Send(v.ctx, v.db, id, tasks.ID{}, "not a schedule's message"))
+	v.run(t)
+	require.Equal(t, "*/10 * * * *", v.info(t, "u").Spec.Cron)
+	v.advance(t, 9*m+30*time.Second)
+	require.Equal(t, keys("u", 10*m), v.children(t, id))
+}
+
+// Across Paris's changes of time in 2030 (31 March, 27 October), a daily
+// 02:30 slot is skipped on the night it does not exist and runs once on the
+// night it occurs twice.
+func TestDaylightSavingTime(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	s := spec("dst")
+	s.Cron, s.TimeZone, s.Missed = "30 2 * * *", "Europe/Paris", schedule.MissedAll
+	for _, tc := range []struct {
+		from string
+		want []string
+	}{
+		{"2030-03-29T12:00:00Z", []string{"dst@2030-03-30T02:30:00+01:00", "dst@2030-04-01T02:30:00+02:00"}},
+		{"2030-10-25T12:00:00Z", []string{"dst@2030-10-26T02:30:00+02:00", "dst@2030-10-27T02:30:00+02:00", "dst@2030-10-28T02:30:00+01:00"}},
+	} {
+		from, err := time.Parse(time.RFC3339, tc.from)
+		require.NoError(t, err)
+		v.clock.Set(from)
+		if tc.from == "2030-03-29T12:00:00Z" {
+			v.ensure(t, s)
+		}
+		v.run(t)
+		id := v.info(t, "dst").Task
+		before, skipped := v.children(t, id), v.info(t, "dst").Skipped // the catch-up of the months between
+		for range 3 * 24 * 4 {                                         // three days, by quarters of an hour
+			v.advance(t, 15*m)
+		}
+		require.Equal(t, tc.want, v.children(t, id)[len(before):])
+		require.Equal(t, skipped, v.info(t, "dst").Skipped)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/corotask/corotask/tasks"
 )
@@ -78,8 +79,12 @@ func (s Spec) normalize() (Spec, error) {
 			s.State = nil
 		}
 	}
-	if _, err := ParseCron(s.Cron, s.TimeZone); err != nil {
+	cron, err := ParseCron(s.Cron, s.TimeZone)
+	if err != nil {
 		return s, fmt.Errorf("%s: %w", what, err)
+	}
+	if cron.Next(time.Now()).IsZero() {
+		return s, fmt.Errorf("%s: cron %q has no slot in the next five years", what, s.Cron)
 	}
 	switch s.Missed {
 	case "":
