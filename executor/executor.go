@@ -146,6 +146,10 @@ func newExecutor(pool *pgxpool.Pool, cfg Config) *Executor {
 // row under it.
 func (e *Executor) ID() tasks.ID { return e.env.id }
 
+// Pool returns the pool the executor works on, for pollers that read the
+// database outside their commit (its clock, say).
+func (e *Executor) Pool() *pgxpool.Pool { return e.env.pool }
+
 func (e *Executor) register(typ tasks.Type, h handler) error {
 	return e.env.pollers.add(typ, h)
 }

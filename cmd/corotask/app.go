@@ -38,6 +38,7 @@ var commands = []*command{
 	dropMessageCmd,
 	setStateCmd,
 	cancelCmd,
+	scheduleCmd,
 	uiCmd,
 	benchCmd,
 	versionCmd,

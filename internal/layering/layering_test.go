@@ -19,6 +19,7 @@ var allowed = map[string][]string{
 	"heartbeat": {"tasks"},
 	"sql":       {"tasks"},
 	"executor":  {"heartbeat", "inbox", "sql", "tasks"},
+	"schedule":  {"executor", "inbox", "tasks"},
 }
 
 // goList runs `go list` with args from the module's root.
