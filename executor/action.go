@@ -105,3 +105,7 @@ func (a Action) String() string {
 	}
 	return a.sqlName()
 }
+
+// IsZero reports whether a is the zero Action, which is no action (a poll
+// that returns it fails): Receive returns it when its wait timed out.
+func (a Action) IsZero() bool { return a.kind == 0 }

@@ -215,9 +215,10 @@ func readClaim(br pgx.BatchResults, at time.Time, count bool) (res claimResult, 
 			floors   []pgtype.Timestamptz
 			sfloor   pgtype.Timestamptz
 			key      *string
+			woke     *int16
 		)
 		var more *bool
-		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &c.seqs, &more, &token, &failures, &attempt, &stale, &wake, &c.trace, &floors, &sfloor, &key); err != nil {
+		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &c.seqs, &more, &token, &failures, &attempt, &stale, &wake, &c.trace, &floors, &sfloor, &key, &woke); err != nil {
 			return claimResult{}, err
 		}
 		if typ == nil {
@@ -229,6 +230,12 @@ func readClaim(br pgx.BatchResults, at time.Time, count bool) (res claimResult, 
 		}
 		c.id, c.typ, c.claim, c.failures, c.attempt, c.claimedAt, c.takenOver = id, tasks.Type(*typ), token.Bytes, int(*failures), int(*attempt), at, *stale
 		c.more = more != nil && *more
+		if wake != nil { // a claimed row: the database's time
+			c.now = *wake
+		}
+		if woke != nil {
+			c.woke = WakeReasons(*woke)
+		}
 		if key != nil {
 			c.key = *key
 		}

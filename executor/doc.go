@@ -44,6 +44,25 @@
 // again. A poll that leaves messages of its window unpopped keeps
 // its action: a poller that never pops does not see past its window.
 //
+// # Why a poll woke
+//
+// Task.Woke says what made the task due since its last committed poll, as
+// WakeReasons: its first poll (First), a message (Message), a child's
+// completion (Child), the time of its Sleep, SleepUntil or backoff
+// (Timer), a failed last poll (Retry), an operator's action (Operator) or
+// a Yield. Several may be set: a message that arrives after a Sleep's time
+// came gives Message and Timer; one that wakes the task before it gives
+// Message alone. A failed poll commits nothing, so its retry sees its
+// reasons still, with Retry. The reasons live in the task's row, written by
+// the statements that write it anyway, and the claim returns them: they
+// cost no statement.
+//
+// Receive builds a receive with a timeout on the task's durable state: it
+// pops the next message, or returns the action that waits for one until a
+// deadline kept in the state, or reports that the deadline passed. The
+// deadline survives every other wake (a child's completion, a Yield, a
+// retry), as the state does.
+//
 // # The lifecycle of a poll
 //
 //  1. Claim. One statement takes up to the free slots of ready tasks

@@ -126,8 +126,12 @@ func (cm *committer) startChildren(batch []*pendingCommit, plan *eagerPlan, as m
 			tr, _ = json.Marshal(p.out.trace)
 			traces[k.poll] = tr
 		}
+		woke := WokeFirst // as commit_polls records it
+		if s.Message != nil {
+			woke |= WokeMessage
+		}
 		cs = append(cs, &claimed{id: s.ID, typ: s.Type, parent: p.c.id, state: st, claim: p.childClaims[k.spawn],
-			attempt: 1, claimedAt: plan.at, trace: tr, key: s.Key})
+			attempt: 1, claimedAt: plan.at, trace: tr, key: s.Key, woke: woke, now: eagerNow(p.c, plan.at)})
 	}
 	types := make([]tasks.Type, len(plan.children))
 	for i, k := range plan.children {
@@ -205,4 +209,14 @@ func (cm *committer) releaseChildren(parents []tasks.ID, cs []*claimed) error {
 	}
 	cm.log.Info("corotask: released the children of a commit whose reply was lost", "children", n)
 	return nil
+}
+
+// eagerNow is the database's time when a child of parent, created claimed
+// by a commit sent at at, is polled: the parent's claim's time, plus what
+// passed here since. Zero when the parent's is not known.
+func eagerNow(parent *claimed, at time.Time) time.Time {
+	if parent.now.IsZero() || parent.claimedAt.IsZero() {
+		return parent.now
+	}
+	return parent.now.Add(max(at.Sub(parent.claimedAt), 0))
 }

@@ -183,6 +183,10 @@ type claimed struct {
 	takenOver bool        // claimed from another executor whose claim expired
 	trace     []byte      // the trace context the task was created in (JSON), or nil
 	key       string      // the task's key (tasks.Spec.Key), or ""
+	woke      WakeReasons // why the task was due
+	// now is the database's time (corotask.now()) at the claim; zero when
+	// not known (Receive then reads the local clock).
+	now time.Time
 }
 
 // outcome is what a poll produced, ready to commit.
@@ -266,7 +270,7 @@ func recoverPoll(out **outcome) {
 //
 //go:noinline
 func (h *typed[S, M]) decode(c *claimed) (t *Task[S, M], out *outcome) {
-	t = &Task[S, M]{ID: c.id, Type: c.typ, Parent: c.parent, Failures: c.failures}
+	t = &Task[S, M]{ID: c.id, Type: c.typ, Parent: c.parent, Failures: c.failures, Woke: c.woke, now: c.now}
 	if len(c.state) > 0 && string(c.state) != "null" {
 		if err := json.Unmarshal(c.state, &t.State); err != nil {
 			return nil, &outcome{err: fmt.Errorf("task %s: state does not decode into %T: %w", c.id, t.State, err)}

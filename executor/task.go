@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -41,6 +42,12 @@ type Task[S, M any] struct {
 	Inbox *inbox.Inbox[M]
 	// Failures is how many polls of this task failed in a row before this one.
 	Failures int
+	// Woke says why the task was due: a message, a child's completion, its
+	// timer, a retry, ... (see WakeReasons).
+	Woke WakeReasons
+
+	// now is the database's time at the claim (see Receive); zero: not known.
+	now time.Time
 
 	// effects is allocated by the first effect asked for: most polls ask
 	// for none, and each poll in flight holds its Task.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -37,6 +38,11 @@ type TryInput[S, M any] struct {
 	// Failures is how many polls of the task failed in a row before this
 	// one (Task.Failures).
 	Failures int
+	// Woke is why the task was due (Task.Woke).
+	Woke WakeReasons
+	// Now is the database's time at the poll's claim, which Receive reads;
+	// zero: the local clock's.
+	Now time.Time
 }
 
 // TryResult is what a poll asked to commit.
@@ -162,7 +168,8 @@ func (in TryInput[S, M]) claimed() (*claimed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode state: %w", err)
 	}
-	c := &claimed{id: id, typ: in.Type, parent: in.Parent, state: state, more: in.More, failures: in.Failures}
+	c := &claimed{id: id, typ: in.Type, parent: in.Parent, state: state, more: in.More, failures: in.Failures,
+		woke: in.Woke, now: in.Now}
 	for i, m := range in.Messages {
 		b, err := storedMessage(m)
 		if err != nil {

@@ -102,13 +102,15 @@ const ClaimParams = "text[], int, text[], int[], float8, text[], uuid, uuid[], i
 // The rows: task_id, task_type, parent_id, inner_state, the window's
 // envelopes and seqs, whether more messages wait, the claim token,
 // failures, attempts, whether the task was taken over from an expired
-// claim, NULL, trace, NULL, NULL, the task's key (NULL: none); then the
-// last row: NULLs, the next wake_at, NULL, the types' next floors, the next
-// stale floor: the oldest expiry of a claim that expired, of any type
+// claim, the database's time (corotask.now()), trace, NULL, NULL, the
+// task's key (NULL: none), the reasons it was due (tasks.woke's bits, which
+// the claim moves to the column's high byte for the poll's commit); then
+// the last row: NULLs, the next wake_at, NULL, the types' next floors, the
+// next stale floor: the oldest expiry of a claim that expired, of any type
 // (locked or not), but no later than the floor margin before
 // corotask.now(): a claim's expiry is set to corotask.now() plus a
 // HeartbeatTimeout, so a claim taken or renewed after this one is above
-// it; and NULL.
+// it; and NULL, NULL.
 const Claim = `
 WITH floors AS (
     SELECT f.typ, coalesce(f.at, '-infinity') AS at FROM unnest($6::text[], $10::timestamptz[]) AS f(typ, at)
@@ -183,10 +185,15 @@ WITH floors AS (
         last_error = CASE WHEN t.claim IS NULL THEN t.last_error ELSE '` + ClaimTakeoverError + `' END,
         attempts = t.attempts + 1,
         claimed_by = $7,
-        claimed_at = now()
+        claimed_at = now(),
+        -- The reasons the task is due move to the high byte, where this
+        -- poll's stay (see the column's comment); a takeover adds retry to
+        -- those of the attempt it takes over.
+        woke = CASE WHEN t.claim IS NULL THEN (t.woke & 127) << 8
+                    ELSE (((t.woke >> 8) | t.woke | 16) & 127) << 8 END
     WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
     RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.claim, t.failures, t.attempts, t.trace,
-        t.msg_popped, t.msg_seq, t.inbox_len, t.task_key
+        t.msg_popped, t.msg_seq, t.inbox_len, t.task_key, t.woke >> 8 AS woke
 ), taken_over AS (
     -- The attempt whose expired claim the statement took over.
     INSERT INTO corotask.history (task_id, attempt, outcome, executor_id, claimed_at, error)
@@ -198,8 +205,8 @@ SELECT c.task_id, c.task_type, c.parent_id, c.inner_state,
        CASE WHEN w.short THEN f.envelopes ELSE w.envelopes END,
        CASE WHEN w.short THEN f.seqs ELSE w.seqs END,
        c.inbox_len > w.lim, c.claim, c.failures, c.attempts,
-       c.task_id = ANY (ARRAY(SELECT task_id FROM stale)), NULL::timestamptz, c.trace, NULL::timestamptz[], NULL::timestamptz,
-       c.task_key
+       c.task_id = ANY (ARRAY(SELECT task_id FROM stale)), corotask.now(), c.trace, NULL::timestamptz[], NULL::timestamptz,
+       c.task_key, c.woke
 FROM claimed c
 -- The window of a task with messages: the first lim of its inbox, read
 -- here in the statement's snapshot. When the task's row changed after the
@@ -263,7 +270,7 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
         ORDER BY claim_expires_at
         LIMIT 1
     ) s
-    WHERE $12::boolean AND $11::timestamptz IS NOT NULL), NULL`
+    WHERE $12::boolean AND $11::timestamptz IS NOT NULL), NULL, NULL`
 
 // ClaimFail ends a task taken over from an expired claim as failed, without
 // polling it, and tells its parent: its type's MaxFailures is reached.

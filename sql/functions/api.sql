@@ -243,7 +243,9 @@ BEGIN
                -- Completions of children that ended with a result: those an
                -- awaiting task does not wake for (a child that failed or was
                -- canceled wakes it, as any other message).
-               bool_and(x.env ? 'done' AND NOT x.env ? 'err') AS only_results
+               bool_and(x.env ? 'done' AND NOT x.env ? 'err') AS only_results,
+               -- The reasons they give (see tasks.woke): child, message.
+               bit_or(CASE WHEN x.env ? 'done' THEN 4 ELSE 2 END)::integer AS woke
         FROM unnest(p_to, p_envelopes) WITH ORDINALITY AS x(task_id, env, k)
         GROUP BY x.task_id
     ), delivered AS (
@@ -253,6 +255,11 @@ BEGIN
             inbox_next_len = t.inbox_next_len + CASE WHEN t.claim IS NULL THEN 0 ELSE m.n END,
             next_wakes = t.next_wakes OR (t.claim IS NOT NULL AND NOT m.only_results),
             live_children = GREATEST(t.live_children - m.ended, 0),
+            -- A delivery that makes the task due before its timer's time
+            -- takes the timer's reason away.
+            woke = (t.woke & CASE WHEN t.failures = 0 AND coalesce(t.wake_at > corotask.now(), true)
+                                   AND NOT (t.awaiting_children AND m.only_results AND t.live_children - m.ended > 0)
+                                  THEN ~8 ELSE ~0 END) | m.woke,
             wake_at = CASE
                 WHEN t.failures > 0 THEN t.wake_at
                 WHEN t.awaiting_children AND m.only_results AND t.live_children - m.ended > 0 THEN t.wake_at
@@ -287,6 +294,10 @@ BEGIN
         inbox_len = t.inbox_len + CASE WHEN t.claim IS NULL THEN 1 ELSE 0 END,
         inbox_next_len = t.inbox_next_len + CASE WHEN t.claim IS NULL THEN 0 ELSE 1 END,
         next_wakes = t.next_wakes OR t.claim IS NOT NULL,
+        -- message; a delivery that makes the task due before its timer's
+        -- time takes the timer's reason away (see tasks.woke).
+        woke = (t.woke & CASE WHEN t.failures = 0 AND coalesce(t.wake_at > corotask.now(), true)
+                              THEN ~8 ELSE ~0 END) | 2,
         wake_at = CASE WHEN t.failures > 0 THEN t.wake_at ELSE LEAST(t.wake_at, corotask.now()) END
     WHERE t.task_id = p_to AND t.done_at IS NULL
     RETURNING t.msg_seq INTO seq;
@@ -580,9 +591,10 @@ BEGIN
     IF p_keys IS NULL THEN
         WITH created AS (
             INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
-                msg_seq, inbox_len)
+                msg_seq, inbox_len, woke)
             SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, corotask.now()), u.trace,
-                   CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END
+                   CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END,
+                   CASE WHEN u.msg IS NULL THEN 1 ELSE 3 END -- created (see tasks.woke), message
             FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces)
                 AS u(id, typ, parent, state, msg, wake_at, trace)
         )
@@ -598,9 +610,10 @@ BEGIN
         -- the speculative insert.
         WITH inserted AS (
             INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
-                msg_seq, inbox_len, task_key)
+                msg_seq, inbox_len, task_key, woke)
             SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, corotask.now()), u.trace,
-                   CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, u.key
+                   CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, u.key,
+                   CASE WHEN u.msg IS NULL THEN 1 ELSE 3 END -- created (see tasks.woke), message
             FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces, p_keys)
                 AS u(id, typ, parent, state, msg, wake_at, trace, key)
             ON CONFLICT (task_type, task_key) WHERE task_key IS NOT NULL AND done_at IS NULL DO NOTHING
@@ -746,8 +759,8 @@ BEGIN
                 PERFORM corotask.refuse_large_trace(p_trace, 'a task');
             END IF;
         END IF;
-        INSERT INTO corotask.tasks (task_id, task_type, inner_state, wake_at, trace, msg_seq, inbox_len, task_key)
-        VALUES (new_id, p_type, p_state, corotask.now(), p_trace, 1, 1, p_key)
+        INSERT INTO corotask.tasks (task_id, task_type, inner_state, wake_at, trace, msg_seq, inbox_len, task_key, woke)
+        VALUES (new_id, p_type, p_state, corotask.now(), p_trace, 1, 1, p_key, 3) -- created, message
         ON CONFLICT (task_type, task_key) WHERE task_key IS NOT NULL AND done_at IS NULL DO NOTHING
         RETURNING task_id INTO id;
         IF FOUND THEN

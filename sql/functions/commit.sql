@@ -141,6 +141,22 @@ BEGIN
             live_children = t.live_children
                 + CASE WHEN u.action = 'done' AND t.inbox_next_len > 0 THEN 0 ELSE u.spawned END,
             awaiting_children = u.action = 'await',
+            -- Why the task will be due (see the column's comment): what
+            -- arrived during the poll (the low byte: messages, completions,
+            -- an operator's send), and what the action
+            -- arms: its timer, or a yield (an await with no child left is
+            -- one).
+            -- A superseded poll keeps nothing, its reasons included: they
+            -- are the next poll's still.
+            woke = CASE WHEN u.action = 'done' AND t.inbox_next_len > 0
+                        THEN ((t.woke >> 8) | t.woke) & 127
+                        ELSE t.woke & 38 END | CASE
+                WHEN t.inbox_next_len > 0 THEN 0
+                WHEN u.action IN ('sleep', 'until') THEN 8
+                WHEN u.action = 'yield' THEN 64
+                WHEN u.action = 'await' AND t.live_children + u.spawned <= 0 THEN 64
+                ELSE 0
+            END,
             wake_at = CASE
                 -- A task that awaits its children is ready at once when none
                 -- is left (their completions, if any, are in its inbox), or
@@ -225,7 +241,7 @@ BEGIN
         -- A child with a message has it as its first (seq 1).
         WITH children AS (
             INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
-                claim, heartbeat, claim_expires_at, attempts, claimed_by, claimed_at, msg_seq, inbox_len, task_key)
+                claim, heartbeat, claim_expires_at, attempts, claimed_by, claimed_at, msg_seq, inbox_len, task_key, woke)
             SELECT (s.e ->> 'id')::uuid, s.e ->> 'type', x.parent, s.e -> 'state', corotask.now(),
                    s.e -> 'trace',
                    c.claim,
@@ -236,7 +252,11 @@ BEGIN
                    CASE WHEN c.claim IS NOT NULL THEN now() END,
                    CASE WHEN s.e ? 'msg' THEN 1 ELSE 0 END,
                    CASE WHEN s.e ? 'msg' THEN 1 ELSE 0 END,
-                   s.e ->> 'key'
+                   s.e ->> 'key',
+                   -- created, and message when it has one; in the high
+                   -- byte when it is created claimed.
+                   ((1 | CASE WHEN s.e ? 'msg' THEN 2 ELSE 0 END)
+                       << CASE WHEN c.claim IS NULL THEN 0 ELSE 8 END)::smallint
             FROM unnest(spawners, effects) WITH ORDINALITY AS x(parent, eff, k),
                  jsonb_array_elements(x.eff -> 'spawn') WITH ORDINALITY AS s(e, n),
                  LATERAL (SELECT CASE WHEN p_claimed_by IS NOT NULL THEN (s.e ->> 'claim')::uuid END AS claim) c
@@ -283,6 +303,8 @@ SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS
             heartbeat = NULL,
             claim = NULL,
             claim_expires_at = NULL,
+            -- The reasons of the claim given back are the next poll's still.
+            woke = ((t.woke >> 8) | t.woke) & 127,
             wake_at = CASE WHEN p_delay > interval '0' THEN GREATEST(t.wake_at, corotask.now() + p_delay)
                            ELSE LEAST(t.wake_at, corotask.now()) END
         FROM unnest(p_tasks, p_claims) AS c(task_id, claim)

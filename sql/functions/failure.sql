@@ -50,6 +50,9 @@ BEGIN
         heartbeat = NULL,
         claim = NULL,
         claim_expires_at = NULL,
+        -- The failed poll's reasons stand (nothing of it was kept), with
+        -- what arrived during it, retry and the backoff's timer.
+        woke = ((woke >> 8) | woke | 16 | 8) & 127,
         wake_at = CASE WHEN p_max_failures > 0 AND failures + 1 >= p_max_failures
                        THEN NULL ELSE corotask.now() + p_backoff END,
         done_at = CASE WHEN p_max_failures > 0 AND failures + 1 >= p_max_failures THEN corotask.now() END,

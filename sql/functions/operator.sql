@@ -108,7 +108,8 @@ BEGIN
             USING ERRCODE = 'CT422', DETAIL = 'task ' || p_task,
                   HINT = 'it is ' || corotask.status(t) || ': only a retrying or sleeping task can be retried now';
     END IF;
-    UPDATE corotask.tasks SET wake_at = corotask.now(), attempts = attempts + 1
+    -- operator, in place of the timer it cut short (see tasks.woke).
+    UPDATE corotask.tasks SET wake_at = corotask.now(), attempts = attempts + 1, woke = (woke & ~8) | 32
     WHERE task_id = p_task RETURNING * INTO t;
     PERFORM corotask.operator_record(t, 'retry');
 END
@@ -160,8 +161,9 @@ BEGIN
     -- Its children end under the lock of its row (commit_polls locks the
     -- parent of each task it ends, ended or not; fail_poll, fail_claimed
     -- and cancel_task call lock_with_parent), so none ends uncounted.
+    -- operator, with the messages and completions that wait (see tasks.woke).
     UPDATE corotask.tasks SET done_at = NULL, outcome = NULL, result = NULL, wake_at = corotask.now(),
-        failures = 0, attempts = attempts + 1,
+        failures = 0, attempts = attempts + 1, woke = (woke & 6) | 32,
         live_children = (SELECT count(*)::integer FROM corotask.tasks c
                          WHERE c.parent_id = p_task AND c.done_at IS NULL)
     WHERE task_id = p_task RETURNING * INTO t;
@@ -240,7 +242,7 @@ BEGIN
     END IF;
     t := corotask.operator_lock(p_task, 'set_task_state');
     replaced := t.inner_state;
-    UPDATE corotask.tasks SET inner_state = p_state, attempts = attempts + 1
+    UPDATE corotask.tasks SET inner_state = p_state, attempts = attempts + 1, woke = woke | 32
     WHERE task_id = p_task RETURNING * INTO t;
     PERFORM corotask.operator_record(t, 'set_state', NULL, p_state, replaced);
     RETURN replaced;
@@ -268,7 +270,8 @@ BEGIN
     IF NOT corotask.deliver_one(p_to, env) THEN
         PERFORM corotask.refuse_undelivered(ARRAY[p_to], '{}');
     END IF;
-    SELECT * INTO t FROM corotask.tasks WHERE task_id = p_to;
+    -- operator, beside message (see tasks.woke).
+    UPDATE corotask.tasks SET woke = woke | 32 WHERE task_id = p_to RETURNING * INTO t;
     PERFORM corotask.operator_record(t, 'send', env);
 END
 $$;
