@@ -21,7 +21,9 @@ import (
 //     and the next Receive waits for the same deadline still;
 //   - ok false and wait, the action for the poll to return
 //     (SleepUntil(*deadline): a message wakes the task sooner), while the
-//     deadline is ahead;
+//     deadline is ahead; or Yield, when this poll's window of the inbox is
+//     used up and more messages wait beyond it (Inbox.More), whatever the
+//     deadline;
 //   - ok false and the zero Action (wait.IsZero()) once the deadline has
 //     passed: the receive timed out, and the deadline is cleared.
 //
@@ -43,6 +45,11 @@ func Receive[S, M any](t *Task[S, M], deadline *time.Time, d time.Duration) (msg
 			*deadline = time.Time{}
 		}
 		return m, true, Action{}
+	}
+	if t.Inbox.More() {
+		// The window is empty but more messages wait beyond it: the next
+		// poll, at once, sees them, before the deadline is judged.
+		return inbox.Message[M]{}, false, Yield()
 	}
 	now := t.now
 	if now.IsZero() {

@@ -24,6 +24,8 @@ func ExampleReceive() {
 		func(ctx context.Context, t *executor.Task[approval, string]) (executor.Action, error) {
 			m, ok, wait := executor.Receive(t, &t.State.DecideBy, 24*time.Hour)
 			switch {
+			case ok && m.Done:
+				return executor.Yield(), nil // a child's end: the wait goes on
 			case ok:
 				return executor.DoneWith(m.Body), nil
 			case wait.IsZero():

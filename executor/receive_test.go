@@ -170,3 +170,31 @@ func TestReceiveTryPoll(t *testing.T) {
 	require.Equal(t, executor.DoneWith("timed out"), res.Action)
 	require.True(t, res.State.ReplyBy.IsZero())
 }
+
+// A poll whose window holds only children's completions, with more messages
+// beyond it, yields to see them rather than judge the deadline.
+func TestReceiveYieldsWhenMoreWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	p := executor.PollerFunc[waiter, string](func(ctx context.Context, t *executor.Task[waiter, string]) (executor.Action, error) {
+		for {
+			m, ok, wait := executor.Receive(t, &t.State.ReplyBy, time.Minute)
+			switch {
+			case ok && m.Done:
+				continue // a child ended; wait on
+			case ok:
+				return executor.DoneWith(m.Body), nil
+			case wait.IsZero():
+				return executor.DoneWith("timed out"), nil
+			}
+			return wait, nil
+		}
+	})
+	past := now.Add(-time.Hour) // the deadline passed: only the next window can tell
+	res, err := executor.TryPoll(ctx, p, executor.TryInput[waiter, string]{Now: now, State: waiter{ReplyBy: past},
+		Messages: []inbox.Message[string]{{Done: true, From: tasks.NewID()}}, More: true})
+	require.NoError(t, err)
+	require.Equal(t, executor.Yield(), res.Action)
+	require.Equal(t, past, res.State.ReplyBy, "the wait goes on")
+}

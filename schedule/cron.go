@@ -73,7 +73,8 @@ func ParseCron(expr, zone string) (*Cron, error) {
 		return nil, err
 	}
 	expr = strings.TrimSpace(expr)
-	if d, ok := strings.CutPrefix(expr, "@every"); ok {
+	if len(expr) >= len("@every") && strings.EqualFold(expr[:len("@every")], "@every") {
+		d := expr[len("@every"):]
 		if d == "" || (d[0] != ' ' && d[0] != '\t') {
 			return nil, fmt.Errorf("invalid cron %q: @every needs a duration, as in \"@every 15m\"", expr)
 		}
@@ -139,6 +140,9 @@ func parseField(s string, f field) (uint64, error) {
 			n, err := strconv.Atoi(stepText)
 			if err != nil || n < 1 {
 				return 0, fmt.Errorf("step %q is not a positive number", stepText)
+			}
+			if n > f.max-f.min+1 {
+				return 0, fmt.Errorf("step %d is larger than the field's range %d-%d", n, f.min, f.max)
 			}
 			step = n
 		}

@@ -92,3 +92,15 @@ func TestParseCronErrors(t *testing.T) {
 	_, err := schedule.ParseCron("* * * * *", "Mars/Olympus")
 	require.ErrorContains(t, err, `invalid time zone "Mars/Olympus"`)
 }
+
+// A step larger than its field's range is refused, however large.
+func TestCronStepOutOfRange(t *testing.T) {
+	t.Parallel()
+	for _, expr := range []string{"1/9223372036854775807 * * * *", "*/61 * * * *", "0 */25 * * *"} {
+		_, err := schedule.ParseCron(expr, "")
+		require.ErrorContains(t, err, "larger than the field's range", expr)
+	}
+	c, err := schedule.ParseCron("@EVERY 1m", "")
+	require.NoError(t, err, "shorthands are case-insensitive")
+	require.Equal(t, time.Date(2030, 1, 1, 0, 1, 0, 0, time.UTC), c.Next(time.Date(2030, 1, 1, 0, 0, 30, 0, time.UTC)))
+}

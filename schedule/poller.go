@@ -46,6 +46,7 @@ func (p *poller) Poll(ctx context.Context, t *executor.Task[state, json.RawMessa
 	}
 	st := &t.State
 	var backfills []message
+	deleted := false
 	for {
 		m, ok := t.Inbox.Pop()
 		if !ok {
@@ -64,7 +65,7 @@ func (p *poller) Poll(ctx context.Context, t *executor.Task[state, json.RawMessa
 		}
 		switch msg.Op {
 		case opUpdate:
-			if msg.Spec == nil || sameSpec(*msg.Spec, st.Spec) {
+			if msg.Spec == nil || (!deleted && sameSpec(*msg.Spec, st.Spec)) {
 				continue
 			}
 			// Ensure sends only valid specs; one sent by other means (corotask
@@ -79,6 +80,11 @@ func (p *poller) Poll(ctx context.Context, t *executor.Task[state, json.RawMessa
 				continue
 			}
 			msg.Spec = &spec
+			if deleted {
+				// An Ensure after a Delete, read in the same poll: the
+				// schedule starts afresh, as a new one would.
+				*st, deleted = state{}, false
+			}
 			if msg.Spec.Cron != st.Spec.Cron || msg.Spec.TimeZone != st.Spec.TimeZone {
 				st.Next = time.Time{}
 			}
@@ -90,18 +96,32 @@ func (p *poller) Poll(ctx context.Context, t *executor.Task[state, json.RawMessa
 				st.Paused, st.Next = false, time.Time{}
 			}
 		case opDelete:
-			return executor.Done(), nil
+			// Ended once the inbox is read: an Ensure sent after it brings
+			// the schedule back (above), and what came before it is moot.
+			deleted, backfills = true, nil
 		case opBackfill:
 			backfills = append(backfills, msg)
 		}
+	}
+	if deleted {
+		return executor.Done(), nil
+	}
+	if st.Spec.MaxMissed < 1 { // a state set by hand
+		st.Spec.MaxMissed = DefaultMaxMissed
 	}
 	cron, err := ParseCron(st.Spec.Cron, st.Spec.TimeZone)
 	if err != nil { // the spec was checked when sent: a state set by hand
 		return executor.Action{}, executor.Fail(fmt.Errorf("schedule %q: %w", st.Spec.Name, err))
 	}
+	// The slots this poll creates a task for: two backfills, or a backfill
+	// and the due slot, that name one slot create one task.
+	spawned := map[time.Time]tasks.ID{}
 	for _, b := range backfills {
 		slots, _, _ := slotsIn(cron, b.From.Add(-time.Nanosecond), minTime(b.To, now), MaxSlotsAtOnce)
 		for _, s := range slots {
+			if _, ok := spawned[s]; ok {
+				continue
+			}
 			// A slot whose task still lives is not run again (its key is
 			// taken: the commit would fail).
 			_, err := tasks.GetByKey(ctx, p.pool, st.Spec.Type, SlotKey(st.Spec.Name, s))
@@ -109,7 +129,7 @@ func (p *poller) Poll(ctx context.Context, t *executor.Task[state, json.RawMessa
 			case err == nil:
 				st.Skipped++
 			case errors.Is(err, tasks.ErrNotFound):
-				spawn(t, s)
+				spawned[s] = spawn(t, s)
 				st.Runs++
 			default:
 				return executor.Action{}, fmt.Errorf("schedule %q: backfill: %w", st.Spec.Name, err)
@@ -123,7 +143,7 @@ func (p *poller) Poll(ctx context.Context, t *executor.Task[state, json.RawMessa
 		st.Next = cron.Next(maxTime(now, st.LastSlot))
 	}
 	if !st.Next.IsZero() && !st.Next.After(now) {
-		p.runDue(t, cron, now)
+		p.runDue(t, cron, now, spawned)
 	}
 	if st.Next.IsZero() {
 		return executor.Suspend(), nil // a cron with no slot left
@@ -132,8 +152,9 @@ func (p *poller) Poll(ctx context.Context, t *executor.Task[state, json.RawMessa
 }
 
 // runDue spawns the tasks of the slots due by now, from st.Next on, as the
-// missed-run policy and NoOverlap say, and moves st.Next past now.
-func (p *poller) runDue(t *executor.Task[state, json.RawMessage], cron *Cron, now time.Time) {
+// missed-run policy and NoOverlap say (but for those spawned already, by a
+// backfill of this poll), and moves st.Next past now.
+func (p *poller) runDue(t *executor.Task[state, json.RawMessage], cron *Cron, now time.Time, spawned map[time.Time]tasks.ID) {
 	st := &t.State
 	keep := 1
 	if st.Spec.Missed == MissedAll && !st.Spec.NoOverlap {
@@ -147,9 +168,13 @@ func (p *poller) runDue(t *executor.Task[state, json.RawMessage], cron *Cron, no
 		slots = nil
 	}
 	for _, s := range slots {
-		st.LastTask, st.LastTaskLive = spawn(t, s), true
+		id, ok := spawned[s]
+		if !ok {
+			id = spawn(t, s)
+			st.Runs++
+		}
+		st.LastTask, st.LastTaskLive = id, true
 	}
-	st.Runs += len(slots)
 	st.Skipped += total - len(slots)
 	if total > 0 {
 		st.LastSlot = last

@@ -392,3 +392,39 @@ func TestDaylightSavingTime(t *testing.T) {
 		require.Equal(t, skipped, v.info(t, "dst").Skipped)
 	}
 }
+
+// A backfill that names the slot due now, twice, creates each slot's task
+// once: the executors were down past a slot, and an operator backfilled the
+// outage before they came back.
+func TestBackfillOfADueSlot(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	id := v.ensure(t, spec("d"))
+	v.run(t)
+	v.clock.Set(start.Add(40 * time.Minute)) // 00:40:30, nothing polled since 00:00:30
+	day := start.Truncate(24 * time.Hour)
+	for range 2 {
+		require.NoError(t, schedule.Backfill(v.ctx, v.db, "d", day.Add(10*m), day.Add(40*m)))
+	}
+	v.run(t)
+	require.Equal(t, keys("d", 10*m, 20*m, 30*m, 40*m), v.children(t, id))
+	require.Equal(t, 4, v.info(t, "d").Runs)
+	v.advance(t, 10*time.Minute)
+	require.Equal(t, keys("d", 10*m, 20*m, 30*m, 40*m, 50*m), v.children(t, id))
+}
+
+// Ensure right after Delete, before the schedule's poll reads either,
+// brings the schedule back, afresh.
+func TestEnsureAfterDelete(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	id := v.ensure(t, spec("e"))
+	v.run(t)
+	require.NoError(t, schedule.Delete(v.ctx, v.db, "e"))
+	require.Equal(t, id, v.ensure(t, spec("e")), "the schedule task lives until its poll")
+	v.run(t)
+	in := v.info(t, "e")
+	require.False(t, in.Paused)
+	v.advance(t, 10*time.Minute)
+	require.Equal(t, keys("e", 10*m), v.children(t, id))
+}

@@ -163,7 +163,7 @@ BEGIN
     -- and cancel_task call lock_with_parent), so none ends uncounted.
     -- operator, with the messages and completions that wait (see tasks.woke).
     UPDATE corotask.tasks SET done_at = NULL, outcome = NULL, result = NULL, wake_at = corotask.now(),
-        failures = 0, attempts = attempts + 1, woke = (woke & 6) | 32,
+        failures = 0, attempts = attempts + 1, woke = (((woke >> 8) | woke) & 6) | 32,
         live_children = (SELECT count(*)::integer FROM corotask.tasks c
                          WHERE c.parent_id = p_task AND c.done_at IS NULL)
     WHERE task_id = p_task RETURNING * INTO t;
