@@ -409,7 +409,8 @@ postgres), where the examples run too; 'corotask migrate' creates it. With
 machine's PostgreSQL binaries, never used unless asked. Each command says on
 standard error which database it uses, with the password masked.
 
-Tasks are named by ID: a ULID (26 characters) or a UUID.
+Tasks are named by ID, a ULID (26 characters) or a UUID, or by --type and
+--key (the live task of that type with that key).
 Exit status: 0 on success, 1 on an error, 2 on a usage error.
 Run 'corotask COMMAND --help' for a command's flags and an example.
 `)
