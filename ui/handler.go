@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -124,15 +125,22 @@ func cacheStatic(next http.Handler) http.Handler {
 	})
 }
 
-// serveGoto sends the browser to the task named in the header's box.
+// serveGoto sends the browser to what the header's box names: a task ID
+// (ULID or UUID) to the task's page, anything else to the tasks with that
+// key, of every type. The text is taken whole as the key: keys such as
+// "user:42" are common, so no "type:key" form is read into it (the tasks
+// page's form filters by type and key together).
 func (h *Handler) serveGoto(w http.ResponseWriter, r *http.Request) {
 	s := strings.TrimSpace(r.URL.Query().Get("id"))
-	id, err := tasks.ParseID(s)
-	if err != nil {
+	if id, err := tasks.ParseID(s); err == nil {
+		http.Redirect(w, r, h.cfg.Prefix+"/tasks/"+id.String(), http.StatusSeeOther)
+		return
+	}
+	if err := tasks.ValidateKey(s); err != nil {
 		v := h.newView(page{nav: "tasks"})
-		v.Error = err.Error()
+		v.Error = "neither a task ID nor a key: " + err.Error()
 		h.write(w, http.StatusBadRequest, "error", v)
 		return
 	}
-	http.Redirect(w, r, h.cfg.Prefix+"/tasks/"+id.String(), http.StatusSeeOther)
+	http.Redirect(w, r, h.cfg.Prefix+"/tasks?"+url.Values{"key": {s}}.Encode(), http.StatusSeeOther)
 }

@@ -27,13 +27,14 @@ type taskRow struct {
 	LastError    string
 	CreatedAt    time.Time
 	DoneAt       *time.Time
+	Key          string // empty when the task has none
 }
 
 // scanRow reads a task of a list, whose columns are query.RowColumns.
 func scanRow(r pgx.CollectableRow) (taskRow, error) {
 	var t taskRow
 	err := r.Scan(&t.ID, &t.Parent, &t.Type, &t.Status, &t.WakeAt, &t.Heartbeat, &t.InboxLen,
-		&t.InboxNextLen, &t.Failures, &t.LastError, &t.CreatedAt, &t.DoneAt)
+		&t.InboxNextLen, &t.Failures, &t.LastError, &t.CreatedAt, &t.DoneAt, &t.Key)
 	return t, err
 }
 
@@ -148,7 +149,6 @@ func childList(ctx context.Context, db tasks.DB, parent tasks.ID, limit int) ([]
 type treeNode struct {
 	taskRow
 	Depth    int
-	Key      string // the task's key; empty when it has none
 	Children []*treeNode
 }
 
@@ -163,7 +163,7 @@ func loadTreeNodes(ctx context.Context, db tasks.DB, root tasks.ID, limit int) (
 		var n treeNode
 		t := &n.taskRow
 		err := r.Scan(&t.ID, &t.Parent, &t.Type, &t.Status, &t.WakeAt, &t.Heartbeat, &t.InboxLen,
-			&t.InboxNextLen, &t.Failures, &t.LastError, &t.CreatedAt, &t.DoneAt, &n.Depth, &n.Key)
+			&t.InboxNextLen, &t.Failures, &t.LastError, &t.CreatedAt, &t.DoneAt, &t.Key, &n.Depth)
 		return &n, err
 	})
 	if err != nil {

@@ -126,6 +126,17 @@ type rowsView struct {
 	Rows []taskRow
 }
 
+// HasKey says whether a task of the table has a key: the table has a key
+// column only then, so that lists of tasks without keys look as before.
+func (r rowsView) HasKey() bool {
+	for _, t := range r.Rows {
+		if t.Key != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // bar is one bar of a sparkline 24 pixels high, 10 pixels per bucket.
 type bar struct{ X, Y, H int64 }
 

@@ -2,8 +2,7 @@ package query
 
 // Tree returns task $1 and its descendants, breadth first (all the children
 // of a level before any grandchild) and at most $2 of them: the RowColumns
-// of each, then its depth below $1 (0 for $1 itself), then its key (empty:
-// none). It returns no row
+// of each, then its depth below $1 (0 for $1 itself). It returns no row
 // when $1 does not exist.
 //
 // A recursive query is evaluated level by level, and only as far as the
@@ -13,10 +12,10 @@ package query
 // tasks below it lead up to it): not descending into $1 again visits each
 // task once, whatever the rows say.
 const Tree = `WITH RECURSIVE ` + Served + `, tree AS (
-	SELECT ` + RowColumns + `, 0 AS depth, coalesce(t.task_key, '') AS task_key
+	SELECT ` + RowColumns + `, 0 AS depth
 	FROM served s, corotask.tasks t WHERE t.task_id = $1
 	UNION ALL
-	SELECT ` + RowColumns + `, tree.depth + 1, coalesce(t.task_key, '')
+	SELECT ` + RowColumns + `, tree.depth + 1
 	FROM served s, tree JOIN corotask.tasks t ON t.parent_id = tree.task_id
 	WHERE t.task_id <> $1
 )
