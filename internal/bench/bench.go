@@ -58,7 +58,8 @@ type Options struct {
 	// N is how many of the scenario's unit to run: tasks for oneshot
 	// (50,000) and create (100,000), round trips for pingpong (2,000), task
 	// lifecycles for bloat (200,000), sends timed per level for send (200),
-	// and fib(N) for tree (20, 21,891 tasks).
+	// send_to_key calls for sendkey (2,000: half to new keys, half to
+	// existing ones), and fib(N) for tree (20, 21,891 tasks).
 	N int
 	// Workers is how many polls run at once, in total over all executors
 	// (executor.Config.Concurrency): oneshot, tree, fanin, bloat, pressure.
@@ -156,6 +157,11 @@ type Options struct {
 	// scenario runs with history off, then on, back to back, and the second
 	// result compares its headline figure with the first's.
 	History string
+	// Keys is whether the create scenario gives each task a key of its own
+	// ("k-0", "k-1", ...: tasks.Spec.Key): "off" (the default), "on", or
+	// "both": without keys, then with them, back to back, and the second
+	// result compares its tasks/s with the first's.
+	Keys string
 
 	// JSON prints one JSON object per scenario instead of text.
 	JSON bool
@@ -194,7 +200,7 @@ type scenario struct {
 
 var scenarios = []scenario{
 	{"oneshot", "N tasks created in bulk, each polled once to Done: tasks/s from the first claim to the last commit", runOneshot, "tasks_per_sec"},
-	{"create", "N tasks created with CreateMany in batches of -batch: tasks/s", runCreate, ""},
+	{"create", "N tasks created with CreateMany in batches of -batch, with -keys or without: tasks/s", runCreate, ""},
 	{"tree", "fan-out/fan-in: fibonacci(N) or a k-ary tree of tasks that spawn children and sum their results", runTree, "tasks_per_sec"},
 	{"pingpong", "N messages sent to a suspended task: latency from Send to the start of the poll that sees it", runPingPong, "round_trips_per_sec"},
 	{"fanin", "K children each completing into one parent: time until the parent has all K", runFanin, ""},
@@ -202,6 +208,7 @@ var scenarios = []scenario{
 	{"idle", "claim cost with -levels tasks sleeping, suspended or running, relative to none", runIdle, ""},
 	{"bloat", "N task lifecycles (create, claim, commit done, retention delete), each with -messages messages: tables' size and dead tuples over time", runBloat, "lifecycles_per_sec"},
 	{"send", "one inbox.Send to a task with -levels messages already waiting: ms per send, relative to the lowest level", runSend, ""},
+	{"sendkey", "N inbox.SendToKey calls, half creating a task for a new key, half to an existing key's task, beside inbox.Send to a known ID: ms per call", runSendKey, ""},
 	{"inboxpoll", "one poll (PollOnce) of a task with -levels messages waiting, popping all it is shown: ms per poll, relative to the lowest level", runInboxPoll, ""},
 	{"pressure", "-rate tasks/s through -warmup, -duration under -mode pressure, then -after: pickup latency, throughput, backlog, recovery", runPressure, ""},
 }
@@ -238,7 +245,7 @@ Sizes default to the targets of docs/benchmarks.md; use smaller ones (e.g.
 // DatabaseURL and Scenario are left to the caller (the CLI's --database-url
 // and first argument).
 func (o *Options) RegisterFlags(fs *flag.FlagSet) {
-	fs.IntVar(&o.N, "n", o.N, "`N`: tasks (oneshot 50000, create 100000), round trips (pingpong 2000), lifecycles (bloat 200000), sends per level (send 200), fib(N) (tree 20)")
+	fs.IntVar(&o.N, "n", o.N, "`N`: tasks (oneshot 50000, create 100000), round trips (pingpong 2000), lifecycles (bloat 200000), sends per level (send 200), send_to_key calls (sendkey 2000), fib(N) (tree 20)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "polls at once over all executors, `N` (default 100, pressure 64)")
 	fs.IntVar(&o.Executors, "executors", o.Executors, "oneshot, pressure: executor processes, `N` (default 1, pressure -mode stop 2)")
 	fs.BoolVar(&o.InProcess, "in-process", o.InProcess, "oneshot, pressure: run the executors in this process, not as worker processes")
@@ -266,6 +273,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Retention, "retention", o.Retention, "bloat: retention of ended tasks (default 2s)")
 	fs.DurationVar(&o.SampleEvery, "sample-every", o.SampleEvery, "bloat: sampling interval of the table size (default 5s)")
 	fs.StringVar(&o.History, "history", o.History, "record polls in corotask.history, `MODE` on, off or both (off then on, back to back, compared) (default on)")
+	fs.StringVar(&o.Keys, "keys", o.Keys, "create: a key per task, `MODE` off, on or both (off then on, back to back, compared) (default off)")
 	fs.BoolVar(&o.StockCluster, "stock-cluster", o.StockCluster, "run on a throwaway private cluster with stock settings (autovacuum on), initdb'd from this machine's PostgreSQL binaries and removed afterwards")
 	fs.Var((*stringList)(&o.StockSettings), "stock-setting", "with -stock-cluster: an extra server setting `'NAME = VALUE'` (repeatable)")
 	fs.BoolVar(&o.JSON, "json", o.JSON, "print one JSON object per scenario")
@@ -364,6 +372,8 @@ func (o Options) withDefaults(name string) Options {
 		def(&o.Messages, 2)
 	case "send":
 		def(&o.N, 200)
+	case "sendkey":
+		def(&o.N, 2_000)
 	case "tree":
 		def(&o.N, 20)
 	case "pressure":
@@ -422,6 +432,9 @@ func (o Options) withDefaults(name string) Options {
 	if o.History == "" {
 		o.History = "on"
 	}
+	if o.Keys == "" {
+		o.Keys = "off"
+	}
 	return o
 }
 
@@ -453,6 +466,18 @@ func (o Options) validate() error {
 	}
 	if o.History != "" && o.History != "on" && o.History != "off" && o.History != "both" {
 		return fmt.Errorf("-history must be on, off or both, not %q", o.History)
+	}
+	if o.Keys != "" && o.Keys != "on" && o.Keys != "off" && o.Keys != "both" {
+		return fmt.Errorf("-keys must be on, off or both, not %q", o.Keys)
+	}
+	if (o.Keys == "on" || o.Keys == "both") && o.Scenario != "create" {
+		return errors.New("-keys is for the create scenario")
+	}
+	if o.Keys == "both" && o.History == "both" {
+		return errors.New("-keys both and -history both each run the scenario twice: use one at a time")
+	}
+	if o.Scenario == "sendkey" && o.N == 1 {
+		return errors.New("sendkey: -n must be at least 2 (half to new keys, half to existing ones)")
 	}
 	if o.Shape != "" && o.Shape != "fib" && o.Shape != "kary" {
 		return fmt.Errorf("-shape must be fib or kary, not %q", o.Shape)
@@ -517,21 +542,16 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) error {
 		if opts.Scenario == "all" && o.CPUProfile != "" {
 			o.CPUProfile = opts.CPUProfile + "." + s.name
 		}
-		variants := []string{o.History}
-		if o.History == "both" {
-			variants = []string{"off", "on"}
-		}
-		var off *Result
-		for _, h := range variants {
-			o.History = h
-			res, err := runOne(ctx, srv, s, o, stderr)
+		var prev *Result
+		for _, v := range o.variants() {
+			res, err := runOne(ctx, srv, s, v, stderr)
 			if err != nil {
-				return fmt.Errorf("bench %s (history %s): %w", s.name, h, err)
+				return fmt.Errorf("bench %s (%s): %w", s.name, v.variantLabel(), err)
 			}
-			if off != nil {
-				compareHistory(s, off, res)
+			if prev != nil {
+				compareVariants(s, o, prev, res)
 			}
-			off = res
+			prev = res
 			if opts.JSON {
 				if err := res.writeJSON(stdout); err != nil {
 					return err
@@ -546,20 +566,6 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
-}
-
-// compareHistory adds to on, a run with history on, its headline figure
-// relative to off's, the same scenario run just before with history off.
-func compareHistory(s scenario, off, on *Result) {
-	if s.headline == "" {
-		return
-	}
-	a, b := off.Metrics.Float(s.headline), on.Metrics.Float(s.headline)
-	if !(a > 0) {
-		return
-	}
-	on.metric("history_on_vs_off", b/a)
-	on.note("%s with history on is %.2fx the run with history off just before (%.0f vs %.0f)", s.headline, b/a, b, a)
 }
 
 // runOne runs one scenario in a fresh database.
@@ -586,6 +592,9 @@ func runOne(ctx context.Context, srv *server, s scenario, o Options, stderr io.W
 	r := newRunner(db.url, "", o, stderr)
 	res := &Result{Scenario: s.name, Env: srv.env, Started: time.Now()}
 	res.param("history", o.History)
+	if s.name == "create" {
+		res.param("keys", o.Keys)
+	}
 	if what, age := srv.horizonHolder(ctx); what != "" {
 		res.param("xmin_held_sec", round(age))
 		res.note("%s has been open for %.0fs: it holds back the xmin horizon of the whole server, so the index entries of claimed tasks are not marked dead and each claim walks past them (slower claims until VACUUM)", what, age)

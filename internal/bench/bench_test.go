@@ -67,6 +67,7 @@ func TestScenariosSmoke(t *testing.T) {
 		"idle":      {K: 3, Levels: []int{0, 300}, Iterations: 10},
 		"bloat":     {N: 3000, Workers: 10, Pool: 4, Retention: 300 * time.Millisecond, SampleEvery: 300 * time.Millisecond},
 		"send":      {N: 20, Levels: []int{0, 300}},
+		"sendkey":   {N: 20},
 		"inboxpoll": {Levels: []int{5, 300}, Iterations: 10},
 		"pressure":  {Rate: 100, Warmup: time.Second, Duration: time.Second, After: time.Second, Workers: 8, Pool: 4},
 	}
@@ -87,6 +88,7 @@ func TestScenariosSmoke(t *testing.T) {
 				require.Equal(t, "processes", rec.Params["mode"])
 				require.Equal(t, true, rec.Params["otel"])
 			case "create":
+				require.Equal(t, "off", rec.Params["keys"])
 				require.Equal(t, 500.0, m["tasks"])
 				require.Positive(t, m["tasks_per_sec"])
 			case "tree":
@@ -121,6 +123,14 @@ func TestScenariosSmoke(t *testing.T) {
 				}
 				require.LessOrEqual(t, m["p50_ms_300"], m["p99_ms_300"])
 				require.Greater(t, m["row_bytes_300"], 0.0)
+			case "sendkey":
+				require.Equal(t, 10.0, rec.Params["calls_per_kind"])
+				for _, k := range []string{"new_key", "existing_key", "send_id"} {
+					require.Positive(t, m[k+"_mean_ms"], k)
+					require.LessOrEqual(t, m[k+"_p50_ms"], m[k+"_p99_ms"], k)
+				}
+				require.Positive(t, m["new_key_vs_send_id"])
+				require.Positive(t, m["existing_key_vs_send_id"])
 			case "inboxpoll":
 				for _, k := range []string{"mean_ms_5", "mean_ms_300", "p50_ms_300", "poll_ratio"} {
 					require.Positive(t, m[k], k)
@@ -141,15 +151,58 @@ func TestScenariosSmoke(t *testing.T) {
 // JSON record.
 func runScenario(t *testing.T, o Options) record {
 	t.Helper()
+	recs := runScenarios(t, o)
+	require.Len(t, recs, 1)
+	return recs[0]
+}
+
+// runScenarios runs o and returns its JSON records, one per run (two with
+// -history both or -keys both).
+func runScenarios(t *testing.T, o Options) []record {
+	t.Helper()
 	o.JSON = true
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	require.NoError(t, Run(ctx, o, &out, &logWriter{t: t}))
-	var rec record
-	require.NoError(t, json.Unmarshal(out.Bytes(), &rec), out.String())
-	require.Equal(t, o.Scenario, rec.Scenario)
-	return rec
+	var recs []record
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var rec record
+		require.NoError(t, dec.Decode(&rec))
+		require.Equal(t, o.Scenario, rec.Scenario)
+		recs = append(recs, rec)
+	}
+	return recs
+}
+
+// -keys both runs create without keys, then with a key per task (the
+// scenario checks every task has one), and compares the second with the
+// first.
+func TestCreateKeysBoth(t *testing.T) {
+	t.Parallel()
+	recs := runScenarios(t, Options{DatabaseURL: testdb.AdminURL(t), Scenario: "create", Keys: "both", N: 250, Batch: 100, Writers: 2})
+	require.Len(t, recs, 2)
+	require.Equal(t, "off", recs[0].Params["keys"])
+	require.Equal(t, "on", recs[1].Params["keys"])
+	for _, rec := range recs {
+		require.Equal(t, 250.0, rec.Metrics["tasks"])
+	}
+	require.NotContains(t, recs[0].Metrics, "keys_on_vs_off")
+	require.Positive(t, recs[1].Metrics["keys_on_vs_off"])
+}
+
+// -keys is create's, and runs once with -history both at most.
+func TestKeysRefusedElsewhere(t *testing.T) {
+	t.Parallel()
+	err := Run(t.Context(), Options{Scenario: "oneshot", Keys: "on"}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "-keys is for the create scenario")
+	err = Run(t.Context(), Options{Scenario: "create", Keys: "both", History: "both"}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "use one at a time")
+	err = Run(t.Context(), Options{Scenario: "create", Keys: "yes"}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "-keys must be on, off or both")
+	err = Run(t.Context(), Options{Scenario: "sendkey", N: 1}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "sendkey: -n must be at least 2")
 }
 
 // With -messages 0, bloat's tasks carry no message: one poll each, as
@@ -230,7 +283,8 @@ func TestRegisterFlags(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	o.RegisterFlags(fs)
 	require.NoError(t, fs.Parse([]string{"-n", "7", "-workers", "3", "-executors", "2", "-levels", "0,10_000",
-		"-duration", "2s", "-json", "-in-process", "-messages", "0"}))
+		"-duration", "2s", "-json", "-in-process", "-messages", "0", "-keys", "both"}))
+	require.Equal(t, "both", o.Keys)
 	require.Equal(t, 7, o.N)
 	require.Equal(t, 3, o.Workers)
 	require.Equal(t, 2, o.Executors)
@@ -247,6 +301,8 @@ func TestRegisterFlags(t *testing.T) {
 	require.Equal(t, []int{0, 50_000}, Options{}.withDefaults("send").Levels)
 	require.Equal(t, []int{100, 50_000}, Options{}.withDefaults("inboxpoll").Levels)
 	require.Equal(t, 200, Options{}.withDefaults("send").N)
+	require.Equal(t, 2_000, Options{}.withDefaults("sendkey").N)
+	require.Equal(t, "off", Options{}.withDefaults("create").Keys)
 	require.NoError(t, fs.Parse([]string{"-messages", "3"}))
 	require.Equal(t, 3, o.Messages)
 	require.Error(t, fs.Parse([]string{"-messages", "-1"}))

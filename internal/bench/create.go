@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -12,12 +13,15 @@ import (
 )
 
 // runCreate: N tasks created with CreateMany, Batch per call, by Writers
-// concurrent callers; tasks/s.
+// concurrent callers; tasks/s. With Keys "on" each task has a key of its
+// own, "k-<n>" for the n-th task, so every row also enters the key's index
+// and the create checks that no live task of the type holds the key.
 func runCreate(ctx context.Context, r *runner, res *Result) error {
 	o := r.opts
 	res.param("n", o.N)
 	res.param("batch", o.Batch)
 	res.param("writers", o.Writers)
+	keyed := o.Keys == "on"
 	db, err := r.pool(ctx, o.Writers+1)
 	if err != nil {
 		return err
@@ -27,7 +31,7 @@ func runCreate(ctx context.Context, r *runner, res *Result) error {
 	if err != nil {
 		return err
 	}
-	r.progress("creating %d tasks in batches of %d, %d writer(s)", o.N, o.Batch, o.Writers)
+	r.progress("creating %d tasks in batches of %d, %d writer(s), keys %s", o.N, o.Batch, o.Writers, o.Keys)
 	var (
 		left  atomic.Int64
 		calls []time.Duration
@@ -41,13 +45,19 @@ func runCreate(ctx context.Context, r *runner, res *Result) error {
 		g.Go(func() error {
 			batch := make([]tasks.Spec, 0, o.Batch)
 			for {
-				n := min(int64(o.Batch), left.Add(-int64(o.Batch))+int64(o.Batch))
+				// This call takes tasks [hi-n, hi) of those left.
+				hi := left.Add(-int64(o.Batch)) + int64(o.Batch)
+				n := min(int64(o.Batch), hi)
 				if n <= 0 {
 					return nil
 				}
 				batch = batch[:0]
-				for range n {
-					batch = append(batch, tasks.Spec{Type: oneshotType})
+				for i := hi - n; i < hi; i++ {
+					spec := tasks.Spec{Type: oneshotType}
+					if keyed {
+						spec.Key = "k-" + strconv.FormatInt(i, 10)
+					}
+					batch = append(batch, spec)
 				}
 				t := time.Now()
 				if _, err := tasks.CreateMany(gctx, db, batch); err != nil {
@@ -69,12 +79,19 @@ func runCreate(ctx context.Context, r *runner, res *Result) error {
 	if err != nil {
 		return err
 	}
-	var n int
-	if err := db.QueryRow(ctx, "SELECT count(*) FROM corotask.tasks").Scan(&n); err != nil {
+	var n, withKey int
+	if err := db.QueryRow(ctx, "SELECT count(*), count(task_key) FROM corotask.tasks").Scan(&n, &withKey); err != nil {
 		return err
 	}
 	if n != o.N {
 		return fmt.Errorf("%d tasks created, want %d", n, o.N)
+	}
+	want := 0
+	if keyed {
+		want = n
+	}
+	if withKey != want {
+		return fmt.Errorf("%d tasks created with a key, want %d", withKey, want)
 	}
 	res.metric("tasks", n)
 	res.metric("sec", elapsed.Seconds())
