@@ -18,8 +18,8 @@ import (
 // start a second task. d of 0 removes typ's window; a negative d, or one
 // below a microsecond, is refused. The window is kept in the database
 // (corotask.key_windows), for every process and for SQL alike; tasks
-// without a key are not concerned. Deleting the ended task (retention,
-// Delete) ends its window early.
+// without a key are not concerned. Deleting the ended task (retention, see
+// executor.Config.Retention) ends its window early.
 func SetKeyWindow(ctx context.Context, db DB, typ Type, d time.Duration) error {
 	if err := typ.Validate(); err != nil {
 		return err

@@ -11,8 +11,15 @@
 -- retention does: deleting the ended task (retention, tasks.Delete) ends
 -- its window early.
 --
--- Builds of migration 12 run on this schema: they never read the table, so
--- they create keyed tasks as if no type had a window.
+-- Every role with USAGE on the schema may read the table: commit_polls,
+-- which runs with the executor's rights, reads it for keyed children, and
+-- the grants of executors made before this migration name the tables of
+-- their time. Setting a window takes INSERT, UPDATE and DELETE on it.
+--
+-- Builds of migration 12 run on this schema: the functions keep their
+-- signatures, and the windows apply to the tasks they create as to any
+-- (the functions that check them are this build's, which an older build
+-- never puts back).
 -- compatible-from: 12
 --
 -- Cost of the upgrade: creating an empty table.
@@ -24,3 +31,5 @@ CREATE TABLE corotask.key_windows (
 
 COMMENT ON TABLE corotask.key_windows IS
 'How long a key stays reserved after its task ended, per task type (none without a row). See tasks.SetKeyWindow.';
+
+GRANT SELECT ON corotask.key_windows TO PUBLIC;
