@@ -29,6 +29,10 @@ import (
 // SERIALIZABLE isolation a sender that raced another fails with a
 // serialization failure (SQLSTATE 40001), to be retried as such.
 //
+// When typ has a key window (see tasks.SetKeyWindow) and the key's last
+// task ended within it, no live task has the key and none is created: it
+// fails with tasks.ErrEnded naming that task, as Send to an ended task does.
+//
 // It fails with an error naming the problem for an invalid type or key
 // (see tasks.Type.Validate and tasks.ValidateKey), and with
 // tasks.ErrTooLarge for a body over tasks.MaxMessageBytes or a trace

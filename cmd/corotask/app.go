@@ -38,6 +38,7 @@ var commands = []*command{
 	dropMessageCmd,
 	setStateCmd,
 	cancelCmd,
+	keyWindowCmd,
 	scheduleCmd,
 	uiCmd,
 	benchCmd,

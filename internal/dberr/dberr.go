@@ -101,8 +101,9 @@ func Translate(err error) error {
 		switch pgErr.ConstraintName {
 		case "tasks_pkey":
 			return wrap(Exists, fmt.Sprintf("%s: %s", Exists, ulidOf(idFromDetail(pgErr.Detail))))
-		case liveKeyIndex:
-			// corotask's own refusal names the task that holds the key;
+		case liveKeyIndex, keyWindows:
+			// corotask's own refusal names the task that holds the key
+			// (live, or ended within its type's key window);
 			// the index's own (two commits at once) names the type and key.
 			return wrap(Exists, fmt.Sprintf("%s: %s", Exists,
 				unquotedULIDs(strings.TrimPrefix(pgErr.Message, "corotask: "))+keyDetail(pgErr)))
@@ -129,6 +130,10 @@ func Translate(err error) error {
 
 // liveKeyIndex is the unique index of the live tasks' keys.
 const liveKeyIndex = "tasks_live_key"
+
+// keyWindows is the table of the types' key windows, which the refusal of a
+// key that a task ended within its window holds names as its constraint.
+const keyWindows = "key_windows"
 
 // keyDetail is what a violation of liveKeyIndex raised by the index itself
 // adds to its message: its DETAIL, "Key (task_type, task_key)=(t, k)

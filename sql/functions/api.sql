@@ -489,6 +489,64 @@ BEGIN
 END
 $$;
 
+-- key_window_holder finds, for the first of the keyed tasks p_types and
+-- p_keys (NULL: no key; k is its place, from 1) whose type has a key window
+-- (corotask.key_windows), a task of that type with that key that ended
+-- within the window (holder, with its done_at and the window): the last to
+-- end. It returns no row when there is none, and reads key_windows only
+-- for tasks with a key. It locks (FOR SHARE) every task that has one of
+-- those keys and is live or ended within the window, so that a holder that
+-- a concurrent transaction is ending is waited for and seen ended (READ
+-- COMMITTED rechecks the row; REPEATABLE READ fails with 40001): two
+-- creates racing the end of a key's task cannot both pass.
+CREATE OR REPLACE FUNCTION corotask.key_window_holder(p_types text[], p_keys text[],
+    OUT k integer, OUT holder uuid, OUT ended_at timestamptz, OUT keep interval)
+LANGUAGE plpgsql VOLATILE SET search_path = ''
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM unnest(p_types, p_keys) AS u(typ, key)
+                   JOIN corotask.key_windows w ON w.task_type = u.typ WHERE u.key IS NOT NULL) THEN
+        RETURN;
+    END IF;
+    -- The rows are locked first, then filtered on what the lock found
+    -- (MATERIALIZED: the filter must not reach the rows before their lock).
+    WITH locked AS MATERIALIZED (
+        SELECT u.k::integer AS k, t.task_id, t.done_at, w.keep
+        FROM unnest(p_types, p_keys) WITH ORDINALITY AS u(typ, key, k)
+        JOIN corotask.key_windows w ON w.task_type = u.typ
+        JOIN corotask.tasks t ON t.task_key = u.key AND t.task_type = u.typ
+        WHERE u.key IS NOT NULL AND (t.done_at IS NULL OR t.done_at > corotask.now() - w.keep)
+        ORDER BY t.task_id
+        FOR SHARE OF t
+    )
+    SELECT l.k, l.task_id, l.done_at, l.keep INTO k, holder, ended_at, keep
+    FROM locked l
+    WHERE l.done_at > corotask.now() - l.keep
+    ORDER BY l.k, l.done_at DESC
+    LIMIT 1;
+END
+$$;
+
+-- refuse_windowed_keys raises 23505 (DETAIL "task <uuid>") for the first of
+-- the tasks p_ids (with p_types and p_keys) whose key a task of its type
+-- that ended within the type's key window still holds (see
+-- key_window_holder): create_tasks and commit_polls check their keyed
+-- tasks with it before they insert them.
+CREATE OR REPLACE FUNCTION corotask.refuse_windowed_keys(p_ids uuid[], p_types text[], p_keys text[]) RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = '' AS $$
+DECLARE
+    w record;
+BEGIN
+    SELECT * INTO w FROM corotask.key_window_holder(p_types, p_keys);
+    IF w.holder IS NULL THEN
+        RETURN;
+    END IF;
+    RAISE EXCEPTION 'corotask: task % of type "%" with key "%" ended at %, within its type''s key window of %',
+        w.holder, p_types[w.k], p_keys[w.k], w.ended_at, w.keep
+        USING ERRCODE = '23505', CONSTRAINT = 'key_windows', DETAIL = 'task ' || w.holder;
+END
+$$;
+
 -- new_task_id returns a new task ID: a ULID (the milliseconds of the clock
 -- in its first 6 bytes, then 10 random bytes) as a uuid, as tasks.NewID
 -- makes them, for tasks that SQL creates without one (send_to_key).
@@ -511,8 +569,9 @@ $$;
 -- without it create tasks with none. p_keys holds each task's key (NULL:
 -- none; see refuse_invalid_keys); a key that a live task of the same type
 -- holds, or that an earlier task of the call takes, is refused with 23505
--- naming the task that holds it (see refuse_taken_key). The forms without
--- p_keys create tasks without keys.
+-- naming the task that holds it (see refuse_taken_key), as is a key that a
+-- task of the type ended within the type's key window (see
+-- refuse_windowed_keys). The forms without p_keys create tasks without keys.
 CREATE OR REPLACE FUNCTION corotask.create_tasks(
     p_ids      uuid[],
     p_types    text[],
@@ -603,6 +662,7 @@ BEGIN
         FROM unnest(p_ids, p_parents, p_messages) AS u(id, parent, msg)
         WHERE u.msg IS NOT NULL;
     ELSE
+        PERFORM corotask.refuse_windowed_keys(p_ids, p_types, p_keys);
         -- With keys, a task whose key a live task of its type holds (or an
         -- earlier task of the call) is skipped by the insert, which waits
         -- for a concurrent transaction that inserts the same key to end,
@@ -719,6 +779,10 @@ $$;
 -- caller that raced another fails with a serialization failure (40001), to
 -- be retried as such.
 --
+-- When no task of the type with the key is live but one ended within the
+-- type's key window (see key_window_holder), it creates nothing and raises
+-- CT410 naming that task, as send_to_task does for an ended task.
+--
 -- It raises 22023 for an invalid type or key (see refuse_invalid_types and
 -- refuse_invalid_keys), and CT413 for a message or trace context too large.
 CREATE OR REPLACE FUNCTION corotask.send_to_key(
@@ -732,6 +796,7 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 DECLARE
     id uuid;
     new_id uuid;
+    w record;
     env jsonb := corotask.envelope(NULL, p_message, p_trace);
 BEGIN
     IF p_key IS NULL THEN
@@ -758,6 +823,14 @@ BEGIN
             IF p_trace IS NOT NULL THEN
                 PERFORM corotask.refuse_large_trace(p_trace, 'a task');
             END IF;
+        END IF;
+        -- Within its type's key window, the key's ended task keeps it: the
+        -- message is refused as one to an ended task is.
+        SELECT * INTO w FROM corotask.key_window_holder(ARRAY[p_type], ARRAY[p_key]);
+        IF w.holder IS NOT NULL THEN
+            RAISE EXCEPTION 'corotask: task % of type "%" with key "%" has ended', w.holder, p_type, p_key
+                USING ERRCODE = 'CT410', DETAIL = 'task ' || w.holder,
+                      HINT = format('it ended at %s, within its type''s key window of %s', w.ended_at, w.keep);
         END IF;
         INSERT INTO corotask.tasks (task_id, task_type, inner_state, wake_at, trace, msg_seq, inbox_len, task_key, woke)
         VALUES (new_id, p_type, p_state, corotask.now(), p_trace, 1, 1, p_key, 3) -- created, message

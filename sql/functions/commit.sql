@@ -16,7 +16,8 @@
 -- the child task and in the message's envelope, and "key", when present, is
 -- the child's key: a key that a live task of the child's type holds, or
 -- another child of the batch, fails the batch with 23505 naming the task
--- that holds it (see refuse_live_keys).
+-- that holds it (see refuse_live_keys), as does a key that a task of the
+-- child's type ended within the type's key window (refuse_windowed_keys).
 --
 -- p_taken[i] is how many messages the poll popped: the messages of seq
 -- p_pop_from[i] to p_pop_to[i] (the first and last of them, from the window
@@ -233,6 +234,11 @@ BEGIN
         -- key; a batch without them pays one jsonpath test per poll.
         IF EXISTS (SELECT 1 FROM unnest(effects) AS f(eff) WHERE f.eff @? '$.spawn[*].key') THEN
             PERFORM corotask.refuse_live_keys(array_agg((s.e ->> 'id')::uuid ORDER BY x.k, s.n),
+                array_agg(s.e ->> 'type' ORDER BY x.k, s.n), array_agg(s.e ->> 'key' ORDER BY x.k, s.n))
+            FROM unnest(effects) WITH ORDINALITY AS x(eff, k),
+                 jsonb_array_elements(x.eff -> 'spawn') WITH ORDINALITY AS s(e, n)
+            WHERE x.eff ? 'spawn';
+            PERFORM corotask.refuse_windowed_keys(array_agg((s.e ->> 'id')::uuid ORDER BY x.k, s.n),
                 array_agg(s.e ->> 'type' ORDER BY x.k, s.n), array_agg(s.e ->> 'key' ORDER BY x.k, s.n))
             FROM unnest(effects) WITH ORDINALITY AS x(eff, k),
                  jsonb_array_elements(x.eff -> 'spawn') WITH ORDINALITY AS s(e, n)
