@@ -95,10 +95,15 @@ func loadTree(ctx context.Context, db tasks.DB, root tasks.ID, limit int) ([]tre
 	}
 	var n treeNode
 	var out []treeNode
-	// The first four columns and the last, the key; nil skips the others.
-	scans := make([]any, len(rows.FieldDescriptions()))
+	// The first four columns and the key, named; nil skips the others.
+	fields := rows.FieldDescriptions()
+	scans := make([]any, len(fields))
 	copy(scans, []any{&n.ID, &n.Parent, &n.Type, &n.Status})
-	scans[len(scans)-1] = &n.Key
+	for i, f := range fields {
+		if f.Name == "task_key" {
+			scans[i] = &n.Key
+		}
+	}
 	_, err = pgx.ForEachRow(rows, scans, func() error {
 		out = append(out, n)
 		return nil
