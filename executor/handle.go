@@ -58,7 +58,8 @@ func (h Handle[S, M]) CreateAt(ctx context.Context, db tasks.DB, state S, msg *M
 
 // CreateKeyed is Create with a key for the task (see tasks.Spec.Key): it
 // fails with tasks.ErrExists, an *tasks.ExistsError that names the task,
-// when a live task of this type has the key.
+// when a live task of this type has the key (or one that ended within the
+// type's key window).
 func (h Handle[S, M]) CreateKeyed(ctx context.Context, db tasks.DB, key string, state S) (tasks.ID, error) {
 	if key == "" {
 		return tasks.ID{}, fmt.Errorf("create task of type %q: %w", h.typ, tasks.ValidateKey(key))

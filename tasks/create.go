@@ -31,14 +31,16 @@ type Spec struct {
 	// Key, when not empty, names the task among the live tasks of its
 	// type: no two of them have the same key (a second is refused with an
 	// *ExistsError naming the first), and GetByKey and inbox.SendToKey find
-	// it by it. Once the task has ended, the key is free again. See
-	// ValidateKey for what a key may hold.
+	// it by it. Once the task has ended, the key is free again, but for a
+	// type with a key window (SetKeyWindow), which keeps it reserved for a
+	// while. See ValidateKey for what a key may hold.
 	Key string
 }
 
 // Create creates one task and returns its ID. It fails with ErrExists (an
-// *ExistsError that names the task) when the ID is taken or a live task of
-// the type has the spec's Key, and with ErrNotFound or ErrEnded when the
+// *ExistsError that names the task) when the ID is taken, or a live task of
+// the type has the spec's Key (or one that ended within the type's key
+// window), and with ErrNotFound or ErrEnded when the
 // parent does not exist or has ended.
 func Create(ctx context.Context, db DB, spec Spec) (ID, error) {
 	ids, err := CreateMany(ctx, db, []Spec{spec})

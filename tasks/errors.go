@@ -11,8 +11,9 @@ var (
 	// ErrNotFound: the task (or the parent named in a Spec) does not exist.
 	ErrNotFound = dberr.NotFound
 	// ErrExists: a task with this ID exists already, or a live task of the
-	// same type has this key (see Spec.Key). The error is an *ExistsError
-	// that names the task, when the database named it.
+	// same type has this key, or one that ended within the type's key
+	// window (see Spec.Key). The error is an *ExistsError that names the
+	// task, when the database named it.
 	ErrExists = dberr.Exists
 	// ErrEnded: the task is done, failed or canceled, so it takes no more
 	// messages, children or cancellation.
@@ -49,11 +50,12 @@ const MaxMessageBytes = dberr.MaxMessageBytes
 const MaxTraceBytes = dberr.MaxTraceBytes
 
 // ExistsError is the error Create and CreateMany return when a task could
-// not be created because another exists: one with its ID, or a live one of
-// its type with its key (see Spec.Key). errors.Is(err, ErrExists) holds.
+// not be created because another exists: one with its ID, or one of its
+// type with its key, live or ended within the type's key window (see
+// Spec.Key). errors.Is(err, ErrExists) holds.
 type ExistsError struct {
-	// ID is the task that exists: the ID that was taken, or the live task
-	// that holds the key. When two tasks of one call (a CreateMany, the
+	// ID is the task that exists: the ID that was taken, or the task that
+	// holds the key (live, or ended within the key window). When two tasks of one call (a CreateMany, the
 	// children of one poll) carry the same key, it names the first of them,
 	// which the refusal rolled back with the rest.
 	ID  ID

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -125,14 +127,15 @@ func cacheStatic(next http.Handler) http.Handler {
 	})
 }
 
-// serveGoto sends the browser to what the header's box names: a task ID
-// (ULID or UUID) to the task's page, anything else to the tasks with that
-// key, of every type. The text is taken whole as the key: keys such as
-// "user:42" are common, so no "type:key" form is read into it (the tasks
-// page's form filters by type and key together).
+// serveGoto sends the browser to what the header's box names: the ID of a
+// task (ULID or UUID) to the task's page, anything else to the tasks with
+// that key, of every type, a key shaped like an ID that no task has
+// included (an order's UUID). The text is taken whole as the key: keys
+// such as "user:42" are common, so no "type:key" form is read into it (the
+// tasks page's form filters by type and key together).
 func (h *Handler) serveGoto(w http.ResponseWriter, r *http.Request) {
 	s := strings.TrimSpace(r.URL.Query().Get("id"))
-	if id, err := tasks.ParseID(s); err == nil {
+	if id, err := tasks.ParseID(s); err == nil && h.taskExists(r.Context(), id) {
 		http.Redirect(w, r, h.cfg.Prefix+"/tasks/"+id.String(), http.StatusSeeOther)
 		return
 	}
@@ -143,4 +146,14 @@ func (h *Handler) serveGoto(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, h.cfg.Prefix+"/tasks?"+url.Values{"key": {s}}.Encode(), http.StatusSeeOther)
+}
+
+// taskExists says whether a task has ID id; on a database error it says
+// yes, so that the task's page shows the error.
+func (h *Handler) taskExists(ctx context.Context, id tasks.ID) bool {
+	var ok bool
+	if err := h.cfg.Pool.QueryRow(ctx, query.TaskExists, id).Scan(&ok); err != nil {
+		return true
+	}
+	return ok
 }

@@ -96,3 +96,21 @@ func TestGotoByIDOrKey(t *testing.T) {
 		require.Contains(t, body, "neither a task ID nor a key: invalid task key", box)
 	}
 }
+
+// A key shaped like a task ID (an order's UUID) that no task has as its ID
+// lists the tasks with that key.
+func TestGotoByIDShapedKey(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ui.Config{})
+	key := tasks.NewID().UUID()
+	id := s.create(tasks.Spec{Type: "orders.checkout", Key: key})
+
+	resp, err := client.Get(s.srv.URL + "/goto?id=" + key)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "/tasks?key="+key, resp.Header.Get("Location"))
+	status, body := s.get(resp.Header.Get("Location"))
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, `>`+id.String()+`</a>`)
+}

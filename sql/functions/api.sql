@@ -494,11 +494,13 @@ $$;
 -- (corotask.key_windows), a task of that type with that key that ended
 -- within the window (holder, with its done_at and the window): the last to
 -- end. It returns no row when there is none, and reads key_windows only
--- for tasks with a key. It locks (FOR SHARE) every task that has one of
--- those keys and is live or ended within the window, so that a holder that
--- a concurrent transaction is ending is waited for and seen ended (READ
--- COMMITTED rechecks the row; REPEATABLE READ fails with 40001): two
--- creates racing the end of a key's task cannot both pass.
+-- for tasks with a key. Its callers run it after they insert the keyed
+-- tasks: an insert waits, on the unique index of live keys, for a
+-- concurrent transaction that ends the key's task, and the next statement
+-- (READ COMMITTED) sees that end, so two creates racing the end of a key's
+-- task cannot both pass; it takes no lock (a lock here made creates and
+-- sends deadlock with the commits and deliveries that end or update the
+-- same tasks).
 CREATE OR REPLACE FUNCTION corotask.key_window_holder(p_types text[], p_keys text[],
     OUT k integer, OUT holder uuid, OUT ended_at timestamptz, OUT keep interval)
 LANGUAGE plpgsql VOLATILE SET search_path = ''
@@ -508,21 +510,16 @@ BEGIN
                    JOIN corotask.key_windows w ON w.task_type = u.typ WHERE u.key IS NOT NULL) THEN
         RETURN;
     END IF;
-    -- The rows are locked first, then filtered on what the lock found
-    -- (MATERIALIZED: the filter must not reach the rows before their lock).
-    WITH locked AS MATERIALIZED (
-        SELECT u.k::integer AS k, t.task_id, t.done_at, w.keep
-        FROM unnest(p_types, p_keys) WITH ORDINALITY AS u(typ, key, k)
-        JOIN corotask.key_windows w ON w.task_type = u.typ
-        JOIN corotask.tasks t ON t.task_key = u.key AND t.task_type = u.typ
-        WHERE u.key IS NOT NULL AND (t.done_at IS NULL OR t.done_at > corotask.now() - w.keep)
-        ORDER BY t.task_id
-        FOR SHARE OF t
-    )
-    SELECT l.k, l.task_id, l.done_at, l.keep INTO k, holder, ended_at, keep
-    FROM locked l
-    WHERE l.done_at > corotask.now() - l.keep
-    ORDER BY l.k, l.done_at DESC
+    -- Only ended tasks count: it runs after the insert it guards (a task
+    -- just created is live), whose wait on the unique index of live keys
+    -- saw any concurrent end of the key's task commit, so that this
+    -- statement's snapshot sees that end. It locks nothing.
+    SELECT u.k::integer, t.task_id, t.done_at, w.keep INTO k, holder, ended_at, keep
+    FROM unnest(p_types, p_keys) WITH ORDINALITY AS u(typ, key, k)
+    JOIN corotask.key_windows w ON w.task_type = u.typ
+    JOIN corotask.tasks t ON t.task_key = u.key AND t.task_type = u.typ
+    WHERE u.key IS NOT NULL AND t.done_at IS NOT NULL AND t.done_at > corotask.now() - w.keep
+    ORDER BY u.k, t.done_at DESC
     LIMIT 1;
 END
 $$;
@@ -662,7 +659,6 @@ BEGIN
         FROM unnest(p_ids, p_parents, p_messages) AS u(id, parent, msg)
         WHERE u.msg IS NOT NULL;
     ELSE
-        PERFORM corotask.refuse_windowed_keys(p_ids, p_types, p_keys);
         -- With keys, a task whose key a live task of its type holds (or an
         -- earlier task of the call) is skipped by the insert, which waits
         -- for a concurrent transaction that inserts the same key to end,
@@ -683,6 +679,9 @@ BEGIN
         IF coalesce(cardinality(made), 0) < cardinality(p_ids) THEN
             PERFORM corotask.refuse_skipped_tasks(p_ids, p_types, p_keys, coalesce(made, '{}'));
         END IF;
+        -- Then a key that a task ended within its type's key window keeps
+        -- (checked after the insert: see key_window_holder).
+        PERFORM corotask.refuse_windowed_keys(p_ids, p_types, p_keys);
         INSERT INTO corotask.messages (task_id, seq, envelope)
         SELECT u.id, 1, corotask.envelope(u.parent, u.msg)
         FROM unnest(p_ids, p_parents, p_messages) AS u(id, parent, msg)

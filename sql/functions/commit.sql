@@ -238,11 +238,6 @@ BEGIN
             FROM unnest(effects) WITH ORDINALITY AS x(eff, k),
                  jsonb_array_elements(x.eff -> 'spawn') WITH ORDINALITY AS s(e, n)
             WHERE x.eff ? 'spawn';
-            PERFORM corotask.refuse_windowed_keys(array_agg((s.e ->> 'id')::uuid ORDER BY x.k, s.n),
-                array_agg(s.e ->> 'type' ORDER BY x.k, s.n), array_agg(s.e ->> 'key' ORDER BY x.k, s.n))
-            FROM unnest(effects) WITH ORDINALITY AS x(eff, k),
-                 jsonb_array_elements(x.eff -> 'spawn') WITH ORDINALITY AS s(e, n)
-            WHERE x.eff ? 'spawn';
         END IF;
         -- A child with a message has it as its first (seq 1).
         WITH children AS (
@@ -274,6 +269,15 @@ BEGIN
         FROM unnest(spawners, effects) AS x(parent, eff),
              jsonb_array_elements(x.eff -> 'spawn') AS s(e)
         WHERE x.eff ? 'spawn' AND s.e ? 'msg';
+        -- A key that a task ended within its type's key window keeps
+        -- (checked after the insert: see key_window_holder).
+        IF EXISTS (SELECT 1 FROM unnest(effects) AS f(eff) WHERE f.eff @? '$.spawn[*].key') THEN
+            PERFORM corotask.refuse_windowed_keys(array_agg((s.e ->> 'id')::uuid ORDER BY x.k, s.n),
+                array_agg(s.e ->> 'type' ORDER BY x.k, s.n), array_agg(s.e ->> 'key' ORDER BY x.k, s.n))
+            FROM unnest(effects) WITH ORDINALITY AS x(eff, k),
+                 jsonb_array_elements(x.eff -> 'spawn') WITH ORDINALITY AS s(e, n)
+            WHERE x.eff ? 'spawn';
+        END IF;
         SELECT array_agg((s.e ->> 'to')::uuid ORDER BY x.k, s.n),
                array_agg(corotask.envelope(x.parent, s.e -> 'msg', s.e -> 'trace') ORDER BY x.k, s.n)
         INTO send_to, sent
