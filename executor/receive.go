@@ -51,10 +51,7 @@ func Receive[S, M any](t *Task[S, M], deadline *time.Time, d time.Duration) (msg
 		// poll, at once, sees them, before the deadline is judged.
 		return inbox.Message[M]{}, false, Yield()
 	}
-	now := t.now
-	if now.IsZero() {
-		now = time.Now()
-	}
+	now := t.Now()
 	if deadline.IsZero() {
 		*deadline = now.Add(max(d, 0))
 	} else if !now.Before(*deadline) {

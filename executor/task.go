@@ -54,6 +54,17 @@ type Task[S, M any] struct {
 	effects *effects
 }
 
+// Now is the database's time when the task was claimed (corotask.now(),
+// the clock SleepUntil and readiness go by; a test's Clock with
+// corotasktest), or the local time when it is not known (TryPoll without
+// TryInput.Now).
+func (t *Task[S, M]) Now() time.Time {
+	if t.now.IsZero() {
+		return time.Now()
+	}
+	return t.now
+}
+
 // eff returns the poll's effects, allocating them on first use.
 func (t *Task[S, M]) eff() *effects {
 	if t.effects == nil {

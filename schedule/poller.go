@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/corotask/corotask/executor"
-	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -29,21 +28,8 @@ type poller struct {
 	pool *pgxpool.Pool
 }
 
-// now reads corotask's clock in the database: the clock that readiness and
-// SleepUntil go by (a test's Clock, with corotasktest).
-func (p *poller) now(ctx context.Context) (time.Time, error) {
-	var now time.Time
-	if err := p.pool.QueryRow(ctx, query.Now).Scan(&now); err != nil {
-		return time.Time{}, fmt.Errorf("read the database's clock: %w", err)
-	}
-	return now, nil
-}
-
 func (p *poller) Poll(ctx context.Context, t *executor.Task[state, json.RawMessage]) (executor.Action, error) {
-	now, err := p.now(ctx)
-	if err != nil {
-		return executor.Action{}, err
-	}
+	now := t.Now() // the database's clock, which SleepUntil goes by
 	st := &t.State
 	var backfills []message
 	deleted := false
