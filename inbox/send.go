@@ -87,15 +87,24 @@ func encode(ctx context.Context, to tasks.ID, body any) (b, trace []byte, err er
 	if to.IsZero() {
 		return nil, nil, fmt.Errorf("send message: no recipient (zero task id)")
 	}
-	if b, err = jsonenc.Encode(body); err != nil {
+	if b, trace, err = encodeMessage(ctx, body); err != nil {
 		return nil, nil, fmt.Errorf("send message to %s: %w", to, err)
+	}
+	return b, trace, nil
+}
+
+// encodeMessage returns body as JSON (null for nil), and the trace context
+// of ctx as JSON (nil when it has none).
+func encodeMessage(ctx context.Context, body any) (b, trace []byte, err error) {
+	if b, err = jsonenc.Encode(body); err != nil {
+		return nil, nil, err
 	}
 	if b == nil {
 		b = []byte("null")
 	}
 	if carrier := tasks.TraceFrom(ctx); carrier != nil {
 		if trace, err = json.Marshal(carrier); err != nil {
-			return nil, nil, fmt.Errorf("send message to %s: trace context: %w", to, err)
+			return nil, nil, fmt.Errorf("trace context: %w", err)
 		}
 	}
 	return b, trace, nil

@@ -2,7 +2,6 @@ package inbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -46,22 +45,13 @@ func SendToKey(ctx context.Context, db tasks.DB, typ tasks.Type, key string, bod
 		return tasks.ID{}, fmt.Errorf("send message by key to type %q: %w", typ, err)
 	}
 	what := fmt.Sprintf("send message to the task of type %q with key %q", typ, key)
-	b, err := jsonenc.Encode(body)
+	b, trace, err := encodeMessage(ctx, body)
 	if err != nil {
 		return tasks.ID{}, fmt.Errorf("%s: %w", what, err)
-	}
-	if b == nil {
-		b = []byte("null")
 	}
 	st, err := jsonenc.Encode(state)
 	if err != nil {
 		return tasks.ID{}, fmt.Errorf("%s: state: %w", what, err)
-	}
-	var trace []byte
-	if carrier := tasks.TraceFrom(ctx); carrier != nil {
-		if trace, err = json.Marshal(carrier); err != nil {
-			return tasks.ID{}, fmt.Errorf("%s: trace context: %w", what, err)
-		}
 	}
 	var id tasks.ID
 	args := pgx.NamedArgs{"type": string(typ), "key": key, "body": b, "state": st, "trace": trace}
