@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -102,4 +104,17 @@ func parseCount(name, s string, zeroOK bool) (int, error) {
 		return 0, usagef("invalid %s %q: want a positive integer", name, s)
 	}
 	return n, nil
+}
+
+// readBounded reads r whole, up to limit bytes: a noun ("message",
+// "state") read from what ("standard input").
+func readBounded(r io.Reader, noun, what string, limit int) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	if len(data) > limit {
+		return nil, usagef("%s on %s is larger than %d bytes", noun, what, limit)
+	}
+	return data, nil
 }

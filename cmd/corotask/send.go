@@ -102,11 +102,8 @@ corotask send --type carts.cart --key user-7 --state '{"items": []}' '{"add": "a
 				if isTerminal(a.stdin) {
 					fmt.Fprintln(a.stderr, "corotask send: reading the message body (one JSON value) from standard input; end it with Ctrl-D")
 				}
-				if data, err = io.ReadAll(io.LimitReader(a.stdin, maxInput+1)); err != nil {
-					return fmt.Errorf("read standard input: %w", err)
-				}
-				if len(data) > maxInput {
-					return usagef("message on standard input is larger than %d bytes", maxInput)
+				if data, err = readBounded(a.stdin, "message", "standard input", maxInput); err != nil {
+					return err
 				}
 			}
 			body, err := parseJSON("message", data)

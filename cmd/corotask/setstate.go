@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -105,7 +104,7 @@ func (a *app) stateInput(args []string, file string) ([]byte, error) {
 			return nil, usagef("--file: %v", err)
 		}
 		defer f.Close()
-		return readBounded(f, "--file "+file)
+		return readBounded(f, "state", "--file "+file, maxStateInput)
 	}
 	if !fromStdin {
 		return []byte(args[0]), nil
@@ -113,19 +112,7 @@ func (a *app) stateInput(args []string, file string) ([]byte, error) {
 	if isTerminal(a.stdin) {
 		fmt.Fprintln(a.stderr, "corotask set-state: reading the state (one JSON value) from standard input; end it with Ctrl-D")
 	}
-	return readBounded(a.stdin, "standard input")
-}
-
-// readBounded reads r whole, up to maxStateInput bytes; what names it.
-func readBounded(r io.Reader, what string) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxStateInput+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", what, err)
-	}
-	if len(data) > maxStateInput {
-		return nil, usagef("state on %s is larger than %d bytes", what, maxStateInput)
-	}
-	return data, nil
+	return readBounded(a.stdin, "state", "standard input", maxStateInput)
 }
 
 // setStateError is taskError, with what to grant when the role may not call
