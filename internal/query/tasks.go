@@ -47,7 +47,9 @@ const TaskLock = `SELECT 1 FROM corotask.tasks WHERE task_id = $1 FOR UPDATE`
 // poller's zero state, no message, now). TasksCreateTraced passes
 // @traces too, the trace context of each, to the seven-argument form;
 // TasksCreateKeyed passes @traces (NULL: none) and @keys, the key of each
-// (NULL: none), to the eight-argument form (migration 10).
+// (NULL: none), to the eight-argument form (migration 10);
+// TasksCreateControlled passes @traces, @keys (NULL: none), @priorities and
+// @limit_keys (NULL: none) to the ten-argument form (migration 14).
 const (
 	TasksCreate = `SELECT corotask.create_tasks(@ids::uuid[], @types::text[], @parents::uuid[],
 	@states::jsonb[], @messages::jsonb[], @wake_ats::timestamptz[])`
@@ -55,6 +57,9 @@ const (
 	@states::jsonb[], @messages::jsonb[], @wake_ats::timestamptz[], @traces::jsonb[])`
 	TasksCreateKeyed = `SELECT corotask.create_tasks(@ids::uuid[], @types::text[], @parents::uuid[],
 	@states::jsonb[], @messages::jsonb[], @wake_ats::timestamptz[], @traces::jsonb[], @keys::text[])`
+	TasksCreateControlled = `SELECT corotask.create_tasks(@ids::uuid[], @types::text[], @parents::uuid[],
+	@states::jsonb[], @messages::jsonb[], @wake_ats::timestamptz[], @traces::jsonb[], @keys::text[],
+	@priorities::smallint[], @limit_keys::text[])`
 )
 
 // Now is corotask's clock in the database (corotask.now(): the
