@@ -40,8 +40,8 @@ var showCmd = &command{
 	name:    "show",
 	args:    taskRefArgs,
 	summary: "show everything about one task",
-	help: `Show everything about task TASK: its type, status and parent, its state as
-indented JSON, the messages in its inbox and inbox_next with when each was
+	help: `Show everything about task TASK: its type, status, priority, limit key (when
+it has one) and parent, its state as indented JSON, the messages in its inbox and inbox_next with when each was
 sent, the executor holding it and the age of its heartbeat, its failures and
 last error, its result, how many children it has in each status, and the
 last 5 entries of its history (see 'corotask history'). With --json, print
@@ -150,6 +150,10 @@ func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []ta
 		row("key", t.Key)
 	}
 	row("status", string(t.Status))
+	row("priority", fmt.Sprint(t.Priority))
+	if t.LimitKey != "" {
+		row("limit_key", t.LimitKey)
+	}
 	row("parent", idOrDash(t.Parent))
 	row("created", timestamp(&t.CreatedAt, now))
 	row("updated", timestamp(&t.UpdatedAt, now))
