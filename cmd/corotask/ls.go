@@ -21,13 +21,13 @@ var lsCmd = &command{
 	help: `List tasks, newest first: ID, type, key (when a task listed has one),
 priority (when a task listed has one above 0), limit key (when a task listed
 has one: its key in its type's key space, see 'corotask limit'), status,
-when the task was created and last updated (claimed, polled, acted on or ended), when it wants its next
-poll (WAKE), the age of its executor's heartbeat when it is running, the
-messages in its inbox and in inbox_next (NEXT), and its consecutive failures.
---failing lists the tasks whose last poll failed and those that failed for
-good. With --json, print a JSON array of task objects instead (see
-docs/cli.md). At most --limit tasks are listed; pass the last ID to --before
-for the next page.`,
+when the task was created and last updated (claimed, polled, acted on or
+ended), when it wants its next poll (WAKE), the age of its executor's
+heartbeat when it is running, the messages in its inbox and in inbox_next
+(NEXT), and its consecutive failures. --failing lists the tasks whose last
+poll failed and those that failed for good. With --json, print a JSON array
+of task objects instead (see docs/cli.md). At most --limit tasks are
+listed; pass the last ID to --before for the next page.`,
 	example: `corotask ls --status suspended --type orders.checkout
 corotask ls --failing
 corotask ls --key order-42

@@ -87,7 +87,7 @@ BEGIN
     END IF;
     RAISE EXCEPTION 'corotask: unknown task type "%"', p_type
         USING ERRCODE = 'CT4T4',
-              HINT = 'no executor registered it and no task has it: check its spelling, or allow a new type';
+              HINT = 'no executor registered it and no task has it: check its spelling';
 END
 $$;
 
