@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -83,7 +84,7 @@ func TestBadPriorityRefused(t *testing.T) {
 	require.Zero(t, n)
 }
 
-// setControls runs sql, which sets flow controls, as an operator would.
+// setControls runs sql: what time or a dead executor would do.
 func setControls(t *testing.T, db *pgxpool.Pool, sql string) {
 	t.Helper()
 	_, err := db.Exec(context.Background(), sql)
@@ -110,7 +111,7 @@ func TestMaxRunningAcrossExecutors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	setControls(t, db, `INSERT INTO corotask.type_controls (task_type, max_running) VALUES ('limited', 2)`)
+	require.NoError(t, tasks.SetMaxRunning(ctx, db, "limited", 2, tasks.AllowNewType()))
 	var g gauge
 	gate := make(chan struct{})
 	for range 2 {
@@ -139,7 +140,7 @@ func TestDeadExecutorsSlotComesBackWhenItsClaimExpires(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	setControls(t, db, `INSERT INTO corotask.type_controls (task_type, max_running) VALUES ('limited', 1)`)
+	require.NoError(t, tasks.SetMaxRunning(ctx, db, "limited", 1, tasks.AllowNewType()))
 	ids, err := tasks.CreateMany(ctx, db, []tasks.Spec{{Type: "limited"}, {Type: "limited"}})
 	require.NoError(t, err)
 	// The first task is held by an executor that died: its claim, counted
@@ -183,7 +184,7 @@ func TestPauseLetsThePollInFlightFinish(t *testing.T) {
 		polled <- n
 	}()
 	waitFor(t, "the poll in flight", func() bool { return g.cur.Load() == 1 })
-	setControls(t, db, `INSERT INTO corotask.type_controls (task_type, paused_at, paused_by) VALUES ('job', now(), 'test')`)
+	require.NoError(t, tasks.Pause(ctx, db, "job"))
 	second, err := tasks.Create(ctx, db, tasks.Spec{Type: "job"})
 	require.NoError(t, err)
 	close(gate)
@@ -195,7 +196,7 @@ func TestPauseLetsThePollInFlightFinish(t *testing.T) {
 	n, err := e.PollOnce(ctx)
 	require.NoError(t, err)
 	require.Zero(t, n, "a paused type is not claimed")
-	setControls(t, db, `DELETE FROM corotask.type_controls WHERE task_type = 'job'`)
+	require.NoError(t, tasks.Resume(ctx, db, "job"))
 	n, err = e.PollOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
@@ -210,8 +211,7 @@ func TestKeyLimitAcrossTypes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	setControls(t, db, `INSERT INTO corotask.key_limits VALUES ('account', 1);
-		INSERT INTO corotask.type_controls (task_type, key_space) VALUES ('charge', 'account'), ('refund', 'account')`)
+	require.NoError(t, tasks.SetKeyLimit(ctx, db, "account", 1, []tasks.Type{"charge", "refund"}, tasks.AllowNewType()))
 	var mu sync.Mutex
 	running, peak := map[string]int{}, map[string]int{}
 	var g gauge
@@ -265,8 +265,7 @@ func TestKeyLimitWaitsInOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	setControls(t, db, `INSERT INTO corotask.key_limits VALUES ('account', 1);
-		INSERT INTO corotask.type_controls (task_type, key_space) VALUES ('charge', 'account')`)
+	require.NoError(t, tasks.SetKeyLimit(ctx, db, "account", 1, []tasks.Type{"charge"}, tasks.AllowNewType()))
 	var order []string
 	e := executor.MustNew(db, fastConfig(t))
 	executor.Register(e, "charge", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
@@ -322,7 +321,7 @@ func TestEagerChildOfControlledTypeIsCreatedReady(t *testing.T) {
 	start(t, e)
 	<-spawning
 	// Set after the claim of the parent: the executor does not know yet.
-	setControls(t, db, `INSERT INTO corotask.type_controls (task_type, max_running) VALUES ('child', 5)`)
+	require.NoError(t, tasks.SetMaxRunning(ctx, db, "child", 5, tasks.AllowNewType()))
 	close(gate)
 	waitFor(t, "the child done", func() bool {
 		list, err := tasks.List(ctx, db, tasks.Filter{Type: "child", Status: tasks.StatusDone, Limit: 2})
@@ -341,8 +340,7 @@ func TestRateLimitStartsAtMostItsRate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	setControls(t, db, `INSERT INTO corotask.rate_limits VALUES ('mail', 2, interval '1 hour', 2, now());
-		INSERT INTO corotask.type_controls (task_type, rate_limit) VALUES ('mail', 'mail')`)
+	require.NoError(t, tasks.SetRateLimit(ctx, db, "mail", 2, time.Hour, []tasks.Type{"mail"}, tasks.AllowNewType()))
 	specs := make([]tasks.Spec, 5)
 	for i := range specs {
 		specs[i] = tasks.Spec{Type: "mail"}
