@@ -3,6 +3,7 @@ package tasks_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -371,7 +372,7 @@ func TestSetPriority(t *testing.T) {
 	}, controlHistory(t, db))
 
 	for _, p := range []int{-1, tasks.MaxPriority + 1} {
-		require.ErrorContains(t, tasks.SetPriority(ctx, db, ids[1], p), "out of range: from 0 (the lowest) to 32767")
+		require.ErrorContains(t, tasks.SetPriority(ctx, db, ids[1], p), fmt.Sprintf("invalid priority %d: priorities run from 0 (the default, the lowest) to 32767", p))
 	}
 	require.NoError(t, tasks.Cancel(ctx, db, ids[1]))
 	err = tasks.SetPriority(ctx, db, ids[1], 1)
