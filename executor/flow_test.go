@@ -370,3 +370,61 @@ func TestRateLimitStartsAtMostItsRate(t *testing.T) {
 	require.NoError(t, db.QueryRow(ctx, `SELECT tokens FROM corotask.rate_limits`).Scan(&tokens))
 	require.Less(t, tokens, 1.0)
 }
+
+// Two executors claiming at once take the high-priority tasks first: each
+// skips those the other locked, and takes the next of the highest priority.
+func TestPriorityOrderUnderConcurrentClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	var mu sync.Mutex
+	polled := map[string]int{} // the state of each task polled, by round
+	round := 0
+	executors := make([]*executor.Executor, 2)
+	for i := range executors {
+		cfg := fastConfig(t)
+		cfg.Concurrency = 1
+		executors[i] = executor.MustNew(db, cfg)
+		executor.Register(executors[i], "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
+			mu.Lock()
+			polled[t.State] = round
+			mu.Unlock()
+			return executor.Done(), nil
+		}))
+	}
+	specs := []tasks.Spec{}
+	for i := range 10 {
+		specs = append(specs, tasks.Spec{Type: "job", State: "low-" + string(rune('a'+i))})
+	}
+	for i := range 5 {
+		specs = append(specs, tasks.Spec{Type: "job", State: "high-" + string(rune('a'+i)), Priority: 1 + i%2})
+	}
+	_, err := tasks.CreateMany(ctx, db, specs)
+	require.NoError(t, err)
+	for r := 1; r <= 3; r++ {
+		mu.Lock()
+		round = r
+		mu.Unlock()
+		var wg sync.WaitGroup
+		for _, e := range executors {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n, err := e.PollOnce(ctx)
+				require.NoError(t, err)
+				require.Equal(t, 1, n)
+			}()
+		}
+		wg.Wait()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range 5 {
+		r, ok := polled["high-"+string(rune('a'+i))]
+		require.True(t, ok, "every high-priority task is among the first six polls")
+		require.LessOrEqual(t, r, 3)
+	}
+	require.Len(t, polled, 6)
+	require.Equal(t, 1, polled["high-b"], "priority 2 comes first")
+	require.Equal(t, 1, polled["high-d"], "priority 2 comes first")
+}
