@@ -21,6 +21,12 @@ import (
 // commit the database refused, which failed the poll, or a schema fault (see
 // schemaGuard.fault), which gave its claim back and counted nothing.
 func (cm *committer) settle(pctx context.Context, c *claimed, out *outcome, opts typeOptions) error {
+	// A poll of a type with flow controls frees its slot under them when
+	// its claim is released, here, not when it returns: a claim may then
+	// take the next task that waits on them.
+	if cm.controlled.has(c.typ) {
+		defer cm.signal()
+	}
 	// Writes must go through even while the executor shuts down; the
 	// heartbeat keeper still renews the claim meanwhile.
 	ctx := context.WithoutCancel(pctx)

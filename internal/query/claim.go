@@ -162,11 +162,12 @@ WITH ctl AS (
                                 WHERE r.task_type = c.task_type AND r.claim IS NOT NULL AND r.counted
                                   AND r.claim_expires_at >= corotask.now()),
                floor(b.tokens)), 0)::int END AS cap,
-           k.key_space, k.max_running AS key_max, b.name AS rate_name, b.tokens
+           k.key_space, k.max_running AS key_max, b.name AS rate_name, b.tokens, b.token_secs
     FROM corotask.type_controls c
     LEFT JOIN corotask.key_limits k ON k.key_space = c.key_space
     LEFT JOIN LATERAL (
-        SELECT rl.name, least(rl.rate::float8, rl.tokens + rl.rate
+        SELECT rl.name, extract(epoch FROM rl.per)::float8 / rl.rate AS token_secs,
+               least(rl.rate::float8, rl.tokens + rl.rate
                * extract(epoch FROM corotask.now() - rl.refilled_at)::float8 / extract(epoch FROM rl.per)::float8) AS tokens
         FROM corotask.rate_limits rl WHERE rl.name = c.rate_limit
     ) b ON true
@@ -376,7 +377,7 @@ LEFT JOIN LATERAL (
     OFFSET 0
 ) f ON true
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, least((
     SELECT min(n.wake_at) FROM unnest($6::text[]) AS q(typ)
     CROSS JOIN LATERAL (
         SELECT wake_at FROM corotask.tasks
@@ -384,7 +385,11 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
           AND wake_at > corotask.now() AND task_type = q.typ
         ORDER BY wake_at
         LIMIT 1
-    ) n), NULL, (
+    ) n), (
+    -- When the bucket of a rate limit has its next whole token, once this
+    -- claim took those it had (a claim then, if tasks wait on it, finds it).
+    SELECT corotask.now() + min(make_interval(secs => (1 - (l.tokens - floor(l.tokens))) * l.token_secs))
+    FROM ctl l WHERE l.rate_name IS NOT NULL)), NULL, (
     -- Each type's next floor: its oldest ready task in the statement's
     -- snapshot (locked or not; those this statement claims included), but
     -- no later than floorMargin before corotask.now().

@@ -91,6 +91,13 @@ BEGIN
         RAISE EXCEPTION 'corotask: children claimed by executor % need a positive claim duration, not %',
             p_claimed_by, p_claim_secs USING ERRCODE = '22023';
     END IF;
+    -- A commit that may create children claimed (eager) holds the controls
+    -- lock shared, as a claim does (see corotask.control_begin), from the
+    -- start, before any row: it reads the controls of those children's
+    -- types below, and a change of them waits for it.
+    IF p_claimed_by IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock_shared(1668248175, 1952543595);
+    END IF;
     -- A commit that writes rows beyond its own tasks (messages to other
     -- tasks, completions to parents) locks every row it writes in task_id
     -- order before writing any, so that two such commits wait for each other
@@ -243,11 +250,9 @@ BEGIN
             WHERE x.eff ? 'spawn';
         END IF;
         -- Children to create claimed (eager: see p_claimed_by) whose type
-        -- has flow controls are created ready instead, after the claims in
-        -- flight (ControlsLock, shared, as a claim takes it), and returned
+        -- has flow controls are created ready instead, and returned
         -- (superseded NULL) so that the executor does not poll them.
         IF p_claimed_by IS NOT NULL AND EXISTS (SELECT 1 FROM unnest(effects) AS f(eff) WHERE f.eff @? '$.spawn[*].claim') THEN
-            PERFORM pg_advisory_xact_lock_shared(1668248175, 1952543595);
             SELECT coalesce(array_agg(c.task_type), '{}') INTO controlled FROM corotask.type_controls c
             WHERE c.task_type IN (SELECT s.e ->> 'type' FROM unnest(effects) AS f(eff), jsonb_array_elements(f.eff -> 'spawn') AS s(e)
                                   WHERE s.e ? 'claim');
