@@ -20,7 +20,8 @@ const (
 	// has the default, 0.
 	highPriority = 10
 	// backlogRefillEvery is how often priority checks its backlog, and
-	// tops it up when it is below half of Options.Backlog.
+	// tops it up to Options.Backlog once a batch (Options.Batch, at most
+	// half the backlog) is missing.
 	backlogRefillEvery = 20 * time.Millisecond
 )
 
@@ -109,7 +110,8 @@ func runPriority(ctx context.Context, r *runner, res *Result) error {
 	if err := r.analyze(ctx, db); err != nil {
 		return err
 	}
-	rf := &refiller{r: r, db: db, low: &low, target: o.Backlog, created: int64(o.Backlog), min: int64(o.Backlog)}
+	rf := &refiller{r: r, db: db, low: &low, target: o.Backlog, step: max(1, min(o.Batch, o.Backlog/2)),
+		created: int64(o.Backlog), min: int64(o.Backlog)}
 	if grp, err = start(); err != nil {
 		return err
 	}
@@ -159,7 +161,7 @@ func runPriority(ctx context.Context, r *runner, res *Result) error {
 	res.metric("backlog_left", left)
 	res.metric("backlog_refilled", rf.added())
 	res.note("latency = start of the high-priority task's poll - the time taken just before the COMMIT of its create (the create, then an UPDATE of its priority to %d, in one transaction); commit_* is the COMMIT's own time", highPriority)
-	res.note("backlog: ready tasks of the same type at priority 0, each polled in -poll-time; topped up to -backlog whenever below half of it; backlog_min is its lowest (created - polls started) while the high-priority tasks were timed, backlog_left the ready ones counted at the end")
+	res.note("backlog: ready tasks of the same type at priority 0, each polled in -poll-time; topped up to -backlog whenever a batch (-batch, at most half the backlog) is missing, a batch or so at a time, while the high-priority tasks are timed; backlog_min is its lowest (created - polls started) while the high-priority tasks were timed, backlog_left the ready ones counted at the end")
 	if rf.lowest() == 0 {
 		return fmt.Errorf("the backlog ran out while the high-priority tasks were timed (%.0f backlog polls/s): use a larger -backlog or a longer -poll-time",
 			rate(int(lowPolls), elapsed))
@@ -206,14 +208,16 @@ func (r *runner) priorityPhase(ctx context.Context, db *pgxpool.Pool, polled <-c
 	return ph, nil
 }
 
-// refiller keeps priority's backlog at least half full: whenever the
-// tasks created less those polled fall below half of target, it creates
-// enough to bring them back to target.
+// refiller keeps priority's backlog near target: whenever the tasks
+// created less those polled are step or more below it, it creates enough to
+// bring them back to target (a trickle of small batches rather than a
+// burst of inserts now and then).
 type refiller struct {
 	r      *runner
 	db     *pgxpool.Pool
 	low    *atomic.Int64 // backlog polls started
 	target int
+	step   int
 	mu     sync.Mutex
 	// created counts the backlog tasks created; min is the lowest backlog
 	// seen; more is how many were added to the first target.
@@ -228,7 +232,7 @@ func (f *refiller) loop(ctx context.Context) error {
 		left := f.created - f.low.Load()
 		f.min = min(f.min, max(left, 0))
 		f.mu.Unlock()
-		if left < int64(f.target/2) {
+		if left <= int64(f.target-f.step) {
 			n := f.target - int(left)
 			if _, _, err := f.r.createTasks(ctx, f.db, n, tasks.Spec{Type: priorityType, State: priorityOrder{}}); err != nil {
 				if ctx.Err() != nil {
