@@ -10,7 +10,7 @@
 // The CLI wires it in with a few lines:
 //
 //	func main() {
-//		bench.MaybeWorker() // first thing: a worker process of `bench oneshot -executors N`, `bench pressure`
+//		bench.MaybeWorker() // first thing: a worker process of `bench oneshot -executors N`, `bench pressure`, `bench limit`
 //		...
 //	}
 //

@@ -23,7 +23,7 @@ import (
 )
 
 // WorkerEnv is the environment variable that turns a process into a bench
-// worker: `corotask bench oneshot -executors N` (and `bench pressure`)
+// worker: `corotask bench oneshot -executors N` (and `bench pressure`, `bench limit`)
 // re-executes its own binary (os.Executable) N times with it set, and each
 // of those processes runs one executor until its standard input closes or it
 // receives SIGTERM, which it takes as a service would: a graceful stop. See
