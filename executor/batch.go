@@ -42,6 +42,9 @@ const (
 	fenced     committedAs = iota // the claim was lost: nothing written
 	committed                     // written
 	superseded                    // done, but messages arrived meanwhile: dropped, the task polled again
+	// createdReady is an eager child that the commit created ready, not
+	// claimed: its type has flow controls (see controlledTypes).
+	createdReady
 )
 
 // committer writes what became of the polls: it batches their outcomes
@@ -207,16 +210,21 @@ func (cm *committer) runBatch(ctx context.Context, batch []*pendingCommit) (map[
 		return nil, fmt.Errorf("commit %d polls: %w", len(batch), dberr.Translate(err))
 	}
 	as := make(map[tasks.ID]committedAs, len(batch))
+	ready := false // a child created ready (see createdReady)
 	for rows.Next() {
 		var id tasks.ID
-		var dropped bool
+		var dropped *bool
 		if err := rows.Scan(&id, &dropped); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("commit %d polls: %w", len(batch), err)
 		}
-		as[id] = committed
-		if dropped {
+		switch {
+		case dropped == nil:
+			as[id], ready = createdReady, true
+		case *dropped:
 			as[id] = superseded
+		default:
+			as[id] = committed
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -224,6 +232,9 @@ func (cm *committer) runBatch(ctx context.Context, batch []*pendingCommit) (map[
 	}
 	for _, p := range batch {
 		cm.logCommitted(ctx, p.c, p.out, as[p.c.id], p.history)
+	}
+	if ready {
+		cm.signal() // a claim may take them
 	}
 	return as, nil
 }
@@ -236,6 +247,9 @@ type spawnJSON struct {
 	Trace map[string]string `json:"trace,omitempty"`
 	Claim string            `json:"claim,omitempty"` // see eager.go
 	Key   string            `json:"key,omitempty"`
+	// Priority and LimitKey: see tasks.Spec.
+	Priority int    `json:"priority,omitempty"`
+	LimitKey string `json:"limit_key,omitempty"`
 }
 
 type sendJSON struct {
@@ -303,7 +317,8 @@ func (cm *committer) commitArgs(batch []*pendingCommit) (pgx.NamedArgs, error) {
 		for j, s := range out.spawns {
 			st, _ := s.State.([]byte)
 			m, _ := s.Message.([]byte)
-			sp := spawnJSON{ID: s.ID.UUID(), Type: s.Type, State: st, Msg: m, Trace: out.trace, Key: s.Key}
+			sp := spawnJSON{ID: s.ID.UUID(), Type: s.Type, State: st, Msg: m, Trace: out.trace, Key: s.Key,
+				Priority: s.Priority, LimitKey: s.LimitKey}
 			if p.childClaims != nil && p.childClaims[j] != ([16]byte{}) {
 				sp.Claim = tasks.ID(p.childClaims[j]).UUID()
 				claimedBy = pgtype.UUID{Bytes: cm.id, Valid: true}

@@ -88,6 +88,7 @@ func (cl *claimer) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(query.ClaimSettings)
+	b.Queue(query.ClaimControls, req.all)
 	if count {
 		b.Queue(query.ClaimReadyEntriesWalked)
 	}
@@ -113,6 +114,9 @@ func (cl *claimer) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	sent := time.Now()
 	br := conn.SendBatch(sendCtx, b)
 	res, err := readClaim(br, at, count)
+	if err == nil {
+		cl.controlled.update(res.controlled)
+	}
 	took := time.Since(sent)
 	// Once COMMIT's reply is read the claim is made, whatever closing the
 	// batch then says: a connection killed right after it (the server ends
@@ -179,6 +183,8 @@ type claimResult struct {
 	// walked is how many entries of the ready index the claim walked (if
 	// counted).
 	walked int64
+	// controlled is the types of the request with flow controls.
+	controlled []string
 }
 
 // readClaim reads the results of the claim's pipeline (with, if count, the
@@ -190,6 +196,11 @@ func readClaim(br pgx.BatchResults, at time.Time, count bool) (res claimResult, 
 		if _, err := br.Exec(); err != nil {
 			return claimResult{}, err
 		}
+	}
+	var lock string
+	var locked int64
+	if err := br.QueryRow().Scan(&lock, &res.controlled, &locked); err != nil { // the controls
+		return claimResult{}, err
 	}
 	var before, after int64
 	if count {

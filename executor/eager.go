@@ -72,7 +72,9 @@ func (cm *committer) reserveChildren(batch []*pendingCommit) *eagerPlan {
 				if sentTo == nil && len(p.out.sends) > 0 {
 					sentTo = recipients(p.out)
 				}
-				if sentTo[s.ID] || !take(s.Type) {
+				// A type with flow controls is claimed only by a claim,
+				// which counts against them.
+				if sentTo[s.ID] || cm.controlled.has(s.Type) || !take(s.Type) {
 					continue
 				}
 				if plan == nil {
@@ -116,10 +118,10 @@ func (cm *committer) startChildren(batch []*pendingCommit, plan *eagerPlan, as m
 	traces := map[int][]byte{}
 	for _, k := range plan.children {
 		p := batch[k.poll]
-		if as[p.c.id] != committed {
+		s := p.out.spawns[k.spawn]
+		if as[p.c.id] != committed || as[s.ID] == createdReady {
 			continue
 		}
-		s := p.out.spawns[k.spawn]
 		st, _ := s.State.([]byte)
 		tr, ok := traces[k.poll]
 		if !ok && len(p.out.trace) > 0 {

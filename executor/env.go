@@ -23,6 +23,8 @@ type env struct {
 	pollers  *pollers
 	schema   *schemaGuard
 	canceled *canceledPolls
+	// controlled is the types with flow controls, as the last claim found them.
+	controlled *controlledTypes
 	// severedRetries bounds atOnce. Evaluated on first use: tests make
 	// executors on pools that were never opened.
 	severedRetries func() int

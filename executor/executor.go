@@ -121,6 +121,7 @@ func newExecutor(pool *pgxpool.Pool, cfg Config) *Executor {
 		hooks:          hookCaller{cfg.Hooks},
 		pollers:        newPollers(),
 		canceled:       &canceledPolls{log: cfg.Logger},
+		controlled:     &controlledTypes{},
 		severedRetries: sync.OnceValue(func() int { return int(pool.Config().MaxConns) + 1 }),
 		wake:           make(chan struct{}, 1),
 	}

@@ -69,6 +69,7 @@ func TestSpawnKeyedWithinKeyWindowLeastPrivilege(t *testing.T) {
 		CREATE ROLE `+worker+` NOLOGIN;
 		GRANT USAGE ON SCHEMA corotask TO `+worker+`;
 		GRANT SELECT, INSERT, UPDATE, DELETE ON corotask.tasks, corotask.messages, corotask.history, corotask.executors TO `+worker+`;
+		GRANT UPDATE ON corotask.type_controls, corotask.key_limits, corotask.rate_limits TO `+worker+`;
 		GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA corotask TO `+worker+`;`)
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP OWNED BY "+worker+"; DROP ROLE "+worker) })

@@ -47,6 +47,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 		CREATE ROLE `+worker+` NOLOGIN;
 		GRANT USAGE ON SCHEMA corotask TO `+worker+`;
 		GRANT SELECT, INSERT, UPDATE, DELETE ON corotask.tasks, corotask.messages, corotask.history, corotask.executors TO `+worker+`;
+		GRANT UPDATE ON corotask.type_controls, corotask.key_limits, corotask.rate_limits TO `+worker+`;
 		GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA corotask TO `+worker+`;
 		CREATE ROLE `+sender+` NOLOGIN;
 		GRANT USAGE ON SCHEMA corotask TO `+sender+`;

@@ -106,6 +106,18 @@ func (t *Task[S, M]) SpawnKeyed(typ tasks.Type, key string, state, msg any) task
 	return id
 }
 
+// SpawnSpec is Spawn with the whole of a spec: its ID (a new one when
+// zero), Key, Priority and LimitKey (see tasks.Spec). The child's parent is
+// this task and it is ready at once: a spec with another Parent, or a
+// WakeAt, fails the poll.
+func (t *Task[S, M]) SpawnSpec(spec tasks.Spec) tasks.ID {
+	if spec.ID.IsZero() {
+		spec.ID = tasks.NewID()
+	}
+	t.eff().spawnSpec(t.ID, spec)
+	return spec.ID
+}
+
 // Send asks for msg to be sent to task to, from this task, when the poll
 // commits. Messages are sent in the order of the calls. Sending to a task that
 // does not exist or has ended fails the commit, and so the poll.
@@ -133,6 +145,33 @@ func (e *effects) spawnWithKey(id tasks.ID, typ tasks.Type, key string, state, m
 		return
 	}
 	e.spawnKeyed(id, typ, key, state, msg)
+}
+
+// spawnSpec asks for the child spec of the task parent (see SpawnSpec).
+func (e *effects) spawnSpec(parent tasks.ID, spec tasks.Spec) {
+	switch {
+	case !spec.Parent.IsZero() && spec.Parent != parent:
+		e.fail(fmt.Errorf("spawn %s: parent %s: a poll spawns children of its own task (%s) only", spec.Type, spec.Parent, parent))
+		return
+	case !spec.WakeAt.IsZero():
+		e.fail(fmt.Errorf("spawn %s: WakeAt: a spawned child is ready at once (sleep in its first poll instead)", spec.Type))
+		return
+	}
+	if err := tasks.ValidatePriority(spec.Priority); err != nil {
+		e.fail(fmt.Errorf("spawn %s: %w", spec.Type, err))
+		return
+	}
+	if spec.LimitKey != "" {
+		if err := tasks.ValidateKey(spec.LimitKey); err != nil {
+			e.fail(fmt.Errorf("spawn %s: limit key: %w", spec.Type, err))
+			return
+		}
+	}
+	n := len(e.spawns)
+	e.spawnKeyed(spec.ID, spec.Type, spec.Key, spec.State, spec.Message)
+	if len(e.spawns) > n {
+		e.spawns[n].Priority, e.spawns[n].LimitKey = spec.Priority, spec.LimitKey
+	}
 }
 
 // spawnKeyed asks for a child with key key ("": none).

@@ -35,6 +35,30 @@ type Spec struct {
 	// type with a key window (SetKeyWindow), which keeps it reserved for a
 	// while. See ValidateKey for what a key may hold.
 	Key string
+	// Priority orders claims: of the ready tasks an executor may claim, it
+	// takes those of the highest priority first, then the oldest. 0, the
+	// default, is the lowest; MaxPriority the highest. A child a poll
+	// spawns that its executor claims at once (see
+	// executor.Config.DisableEagerChildren) is polled ahead of any order.
+	Priority int
+	// LimitKey, when not empty, is the task's key in the key space of its
+	// type (see SetKeyLimit): at most the space's limit of tasks with the
+	// same LimitKey run at once, across the types of the space; the others
+	// wait, in claim order, with status "limited". A type without a key
+	// space runs its tasks regardless. It follows the rules of ValidateKey.
+	LimitKey string
+}
+
+// MaxPriority is the highest priority a task may have (see Spec.Priority).
+const MaxPriority = 32767
+
+// ValidatePriority returns an error naming p unless it is a priority a task
+// may have: 0 to MaxPriority.
+func ValidatePriority(p int) error {
+	if p < 0 || p > MaxPriority {
+		return fmt.Errorf("invalid priority %d: priorities run from 0 (the default, the lowest) to %d", p, MaxPriority)
+	}
+	return nil
 }
 
 // Create creates one task and returns its ID. It fails with ErrExists (an
@@ -69,6 +93,8 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 		messages = make([][]byte, len(specs))
 		wakeAts  = make([]*time.Time, len(specs))
 		keys     []*string // nil: no spec has a key
+		prios    []int16   // nil: every spec has priority 0 ...
+		limits   []*string // ... and no limit key
 		err      error
 	)
 	withParent := false
@@ -100,6 +126,23 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 			}
 			keys[i] = &specs[i].Key
 		}
+		if s.Priority != 0 || s.LimitKey != "" {
+			if err := ValidatePriority(s.Priority); err != nil {
+				return nil, fmt.Errorf("create task %s: %w", ids[i], err)
+			}
+			if s.LimitKey != "" {
+				if err := ValidateKey(s.LimitKey); err != nil {
+					return nil, fmt.Errorf("create task %s: limit key: %w", ids[i], err)
+				}
+			}
+			if prios == nil {
+				prios, limits = make([]int16, len(specs)), make([]*string, len(specs))
+			}
+			prios[i] = int16(s.Priority)
+			if s.LimitKey != "" {
+				limits[i] = &specs[i].LimitKey
+			}
+		}
 	}
 	if withParent {
 		if err := refuseParentCycles(ids, parents); err != nil {
@@ -120,6 +163,11 @@ func CreateMany(ctx context.Context, db DB, specs []Spec) ([]ID, error) {
 		}
 	}
 	switch {
+	case prios != nil:
+		// Only a call with priorities or limit keys needs the form that
+		// takes them.
+		args["traces"], args["keys"], args["priorities"], args["limit_keys"] = traces, keys, prios, limits
+		_, err = db.Exec(ctx, query.TasksCreateControlled, args)
 	case keys != nil:
 		// Only a call with keys needs the form that takes them.
 		args["traces"], args["keys"] = traces, keys

@@ -25,6 +25,41 @@ const ClaimTakeoverError = "claim expired: the executor polling this task stoppe
 // so the caller's pool is left as it was.
 const ClaimSettings = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)"
 
+// ControlsLock is the advisory lock (pg_advisory_xact_lock's two keys,
+// "coro" and "task" in ASCII)
+// that orders claims and changes of the controls: a claim holds it shared
+// (ClaimControls), a change of a control exclusive, so that a change waits
+// for the claims in flight, and every claim after it reads it: once
+// `corotask pause` returns, no claim of the type starts.
+const ControlsLock = "1668248175, 1952543595"
+
+// ClaimControls locks, for the claim that follows it in the transaction,
+// the controls of the types it polls ($1): their rows in
+// corotask.type_controls, then the key spaces and rate limits they name, in
+// that order and each sorted (as every change of them locks them), so that
+// two executors claiming a limited type count its running polls one after
+// the other, each in a snapshot taken after the other's claim committed.
+// A type without controls has no row, and locks nothing. It takes
+// ControlsLock shared. It returns the types of $1 that have controls: the
+// executor creates no eager child of those (see eager.go).
+const ClaimControls = `
+WITH types AS (
+    SELECT task_type, key_space, rate_limit FROM corotask.type_controls
+    WHERE task_type = ANY ($1::text[])
+    ORDER BY task_type
+    FOR NO KEY UPDATE
+), spaces AS (
+    SELECT key_space FROM corotask.key_limits WHERE key_space IN (SELECT key_space FROM types)
+    ORDER BY key_space
+    FOR NO KEY UPDATE
+), rates AS (
+    SELECT name FROM corotask.rate_limits WHERE name IN (SELECT rate_limit FROM types)
+    ORDER BY name
+    FOR NO KEY UPDATE
+)
+SELECT pg_advisory_xact_lock_shared(` + ControlsLock + `)::text, coalesce((SELECT array_agg(task_type) FROM types), '{}'),
+       (SELECT count(*) FROM spaces) + (SELECT count(*) FROM rates)`
+
 // ClaimReadyEntriesWalked is how many entries of the ready index the scans
 // of this transaction have read so far, the dead ones included (those a scan
 // had already marked dead are skipped, and not counted). Read before and
@@ -112,66 +147,155 @@ const ClaimParams = "text[], int, text[], int[], float8, text[], uuid, uuid[], i
 // HeartbeatTimeout, so a claim taken or renewed after this one is above
 // it; and NULL, NULL.
 const Claim = `
-WITH floors AS (
+WITH ctl AS (
+    -- The controls of the types polled (see ClaimControls, which locked
+    -- their rows earlier in the transaction, so that this statement's
+    -- snapshot holds every claim committed before): how many more polls
+    -- each may start (cap: 0 when paused; its free slots under max_running;
+    -- the whole tokens of its rate limit), its key space and the space's
+    -- limit per key, its rate limit and the tokens it holds now. A type
+    -- without a row has no controls, and a claim without any reads nothing
+    -- more than this index probe.
+    SELECT c.task_type AS typ, c.paused_at IS NOT NULL AS paused, c.max_running IS NOT NULL AS counts,
+           CASE WHEN c.paused_at IS NOT NULL THEN 0 WHEN c.max_running IS NULL AND b.name IS NULL THEN NULL ELSE greatest(least(
+               c.max_running - (SELECT count(*) FROM corotask.tasks r
+                                WHERE r.task_type = c.task_type AND r.claim IS NOT NULL AND r.counted
+                                  AND r.claim_expires_at >= corotask.now()),
+               floor(b.tokens)), 0)::int END AS cap,
+           k.key_space, k.max_running AS key_max, b.name AS rate_name, b.tokens
+    FROM corotask.type_controls c
+    LEFT JOIN corotask.key_limits k ON k.key_space = c.key_space
+    LEFT JOIN LATERAL (
+        SELECT rl.name, least(rl.rate::float8, rl.tokens + rl.rate
+               * extract(epoch FROM corotask.now() - rl.refilled_at)::float8 / extract(epoch FROM rl.per)::float8) AS tokens
+        FROM corotask.rate_limits rl WHERE rl.name = c.rate_limit
+    ) b ON true
+    WHERE c.task_type = ANY ($6::text[])
+), floors AS (
     SELECT f.typ, coalesce(f.at, '-infinity') AS at FROM unnest($6::text[], $10::timestamptz[]) AS f(typ, at)
 ), open_quota AS (
     SELECT ($1::text[])[1] AS typ, $2::int AS n WHERE cardinality($1::text[]) = 1
     UNION ALL
     SELECT c.typ, count(*)::int FROM (
-        SELECT q.typ, r.wake_at FROM unnest($1::text[]) AS q(typ)
-        JOIN floors f ON f.typ = q.typ
-        CROSS JOIN LATERAL (
-            SELECT wake_at FROM corotask.tasks
-            WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-              AND wake_at >= f.at AND wake_at <= corotask.now() AND task_type = q.typ
-            ORDER BY wake_at
-            LIMIT $2
-        ) r
-        WHERE cardinality($1::text[]) > 1
-        ORDER BY r.wake_at
+        SELECT x.typ FROM (
+            SELECT q.typ, 0 AS priority, r.wake_at FROM unnest($1::text[]) AS q(typ)
+            JOIN floors f ON f.typ = q.typ
+            CROSS JOIN LATERAL (
+                SELECT wake_at FROM corotask.tasks
+                WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL AND priority = 0
+                  AND wake_at >= f.at AND wake_at <= corotask.now() AND task_type = q.typ
+                ORDER BY wake_at
+                LIMIT $2
+            ) r
+            WHERE cardinality($1::text[]) > 1
+            UNION ALL
+            SELECT q.typ, r.priority, r.wake_at FROM unnest($1::text[]) AS q(typ)
+            CROSS JOIN LATERAL (
+                SELECT priority, wake_at FROM corotask.tasks
+                WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL AND priority > 0
+                  AND wake_at <= corotask.now() AND task_type = q.typ
+                ORDER BY priority DESC, wake_at
+                LIMIT $2
+            ) r
+            WHERE cardinality($1::text[]) > 1
+        ) x
+        ORDER BY x.priority DESC, x.wake_at
         LIMIT $2
     ) c GROUP BY c.typ
 ), quota AS (
     -- How many ready tasks to take of each type: of the uncapped types,
-    -- their share of the $2 oldest; of each capped type, its free slots.
-    SELECT typ, n FROM open_quota
+    -- their share of the $2 first (by priority, then age); of each capped
+    -- type, its free slots; either within what its controls allow.
+    SELECT o.typ, least(o.n, l.cap) AS n, l.key_space, l.key_max FROM open_quota o
+    LEFT JOIN ctl l ON l.typ = o.typ
     UNION ALL
-    SELECT typ, n FROM unnest($3::text[], $4::int[]) AS q(typ, n)
+    SELECT q.typ, least(q.n, l.cap), l.key_space, l.key_max FROM unnest($3::text[], $4::int[]) AS q(typ, n)
+    LEFT JOIN ctl l ON l.typ = q.typ
+), ready_first AS (
+    -- The ready tasks of a priority above 0, the highest first (their own
+    -- index, empty while no task has one). A task whose key is at its
+    -- space's limit waits (the subquery runs only for tasks with a key, of
+    -- a type with a key space).
+    SELECT r.task_id, q.typ AS task_type, r.priority, r.wake_at AS at, r.limit_key FROM quota q
+    CROSS JOIN LATERAL (
+        SELECT t.task_id, t.priority, t.wake_at, t.limit_key FROM corotask.tasks t
+        WHERE t.claim IS NULL AND t.done_at IS NULL AND t.wake_at IS NOT NULL AND t.priority > 0
+          AND t.wake_at <= corotask.now() AND t.task_type = q.typ
+          AND (q.key_space IS NULL OR t.limit_key IS NULL OR (
+              SELECT count(*) FROM corotask.tasks r JOIN corotask.type_controls rc ON rc.task_type = r.task_type
+              WHERE r.limit_key = t.limit_key AND r.claim IS NOT NULL AND r.limit_key IS NOT NULL
+                AND r.claim_expires_at >= corotask.now() AND rc.key_space = q.key_space) < q.key_max)
+        ORDER BY t.priority DESC, t.wake_at
+        LIMIT q.n
+        FOR UPDATE OF t SKIP LOCKED
+    ) r
 ), ready AS (
-    SELECT r.task_id, q.typ AS task_type FROM quota q
+    -- Then those of priority 0, the oldest first, from each type's floor.
+    SELECT r.task_id, q.typ AS task_type, 0::smallint AS priority, r.wake_at AS at, r.limit_key FROM quota q
     JOIN floors f ON f.typ = q.typ
     CROSS JOIN LATERAL (
-        SELECT task_id FROM corotask.tasks
-        WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL
-          AND wake_at >= f.at AND wake_at <= corotask.now() AND task_type = q.typ
-        ORDER BY wake_at
-        LIMIT q.n
-        FOR UPDATE SKIP LOCKED
+        SELECT t.task_id, t.wake_at, t.limit_key FROM corotask.tasks t
+        WHERE t.claim IS NULL AND t.done_at IS NULL AND t.wake_at IS NOT NULL AND t.priority = 0
+          AND t.wake_at >= f.at AND t.wake_at <= corotask.now() AND t.task_type = q.typ
+          AND (q.key_space IS NULL OR t.limit_key IS NULL OR (
+              SELECT count(*) FROM corotask.tasks r JOIN corotask.type_controls rc ON rc.task_type = r.task_type
+              WHERE r.limit_key = t.limit_key AND r.claim IS NOT NULL AND r.limit_key IS NOT NULL
+                AND r.claim_expires_at >= corotask.now() AND rc.key_space = q.key_space) < q.key_max)
+        ORDER BY t.wake_at
+        LIMIT greatest(q.n - (SELECT count(*) FROM ready_first h WHERE h.task_type = q.typ), 0)
+        FOR UPDATE OF t SKIP LOCKED
     ) r
 ), stale AS (
     -- Only when $12 asks: otherwise a one-time filter makes it read nothing.
-    SELECT task_id, task_type, attempts, claimed_by, claimed_at FROM corotask.tasks
+    -- A paused type's expired claims wait for its resume.
+    SELECT task_id, task_type, attempts, claimed_by, claimed_at, priority, claim_expires_at, limit_key FROM corotask.tasks
     WHERE $12::boolean AND claim IS NOT NULL AND claim_expires_at < corotask.now()
       AND claim_expires_at >= coalesce($11::timestamptz, '-infinity')
       AND done_at IS NULL AND task_type = ANY($6::text[])
       AND task_id <> ALL (coalesce($8::uuid[], '{}'))
+      AND task_type <> ALL (ARRAY(SELECT typ FROM ctl WHERE paused))
     ORDER BY claim_expires_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
+), candidates AS (
+    SELECT task_id, task_type, 0 AS k, priority, claim_expires_at AS at, limit_key FROM stale
+    UNION ALL SELECT task_id, task_type, 1, priority, at, limit_key FROM ready_first
+    UNION ALL SELECT task_id, task_type, 1, priority, at, limit_key FROM ready
 ), picked AS (
-    -- Stale claims first, then ready tasks, each capped type within its
-    -- free slots over both.
-    SELECT task_id FROM (
-        SELECT c.task_id, c.k, q.n AS cap,
-               row_number() OVER (PARTITION BY c.task_type ORDER BY c.k) AS rank
-        FROM (
-            SELECT task_id, task_type, 0 AS k FROM stale
-            UNION ALL SELECT task_id, task_type, 1 FROM ready
-        ) c
-        LEFT JOIN unnest($3::text[], $4::int[]) AS q(typ, n) ON q.typ = c.task_type
-    ) p
-    WHERE p.cap IS NULL OR p.rank <= p.cap
-    ORDER BY p.k
+    -- Stale claims first, then ready tasks by priority and age, each capped
+    -- type within its free slots over both. With controls, each type also
+    -- within what they allow (cap), each key within its room under its
+    -- space's limit, and each rate limit within its whole tokens; without
+    -- (the first branch), a one-time filter skips all of that.
+    SELECT x.task_id FROM (
+        SELECT p.task_id, p.k, p.priority, p.at FROM (
+            SELECT c.task_id, c.k, c.priority, c.at, q.n AS cap,
+                   row_number() OVER (PARTITION BY c.task_type ORDER BY c.k, c.priority DESC, c.at) AS rank
+            FROM candidates c
+            LEFT JOIN unnest($3::text[], $4::int[]) AS q(typ, n) ON q.typ = c.task_type
+            WHERE NOT EXISTS (SELECT 1 FROM ctl)
+        ) p
+        WHERE p.cap IS NULL OR p.rank <= p.cap
+        UNION ALL
+        SELECT p.task_id, p.k, p.priority, p.at FROM (
+            SELECT c.task_id, c.k, c.priority, c.at, least(q.n, l.cap) AS cap,
+                   row_number() OVER (PARTITION BY c.task_type ORDER BY c.k, c.priority DESC, c.at) AS rank,
+                   CASE WHEN l.key_space IS NOT NULL AND c.limit_key IS NOT NULL THEN l.key_max - (
+                       SELECT count(*) FROM corotask.tasks r JOIN corotask.type_controls rc ON rc.task_type = r.task_type
+                       WHERE r.limit_key = c.limit_key AND r.claim IS NOT NULL AND r.limit_key IS NOT NULL
+                         AND r.claim_expires_at >= corotask.now() AND rc.key_space = l.key_space) END AS key_room,
+                   row_number() OVER (PARTITION BY l.key_space, c.limit_key ORDER BY c.k, c.priority DESC, c.at) AS key_rank,
+                   l.rate_name, l.tokens,
+                   row_number() OVER (PARTITION BY l.rate_name ORDER BY c.k, c.priority DESC, c.at) AS rate_rank
+            FROM candidates c
+            LEFT JOIN unnest($3::text[], $4::int[]) AS q(typ, n) ON q.typ = c.task_type
+            LEFT JOIN ctl l ON l.typ = c.task_type
+            WHERE EXISTS (SELECT 1 FROM ctl)
+        ) p
+        WHERE (p.cap IS NULL OR p.rank <= p.cap) AND (p.key_room IS NULL OR p.key_rank <= p.key_room)
+          AND (p.rate_name IS NULL OR p.rate_rank <= p.tokens)
+    ) x
+    ORDER BY x.k, x.priority DESC, x.at
     LIMIT $2
 ), claimed AS (
     UPDATE corotask.tasks t SET
@@ -186,6 +310,8 @@ WITH floors AS (
         attempts = t.attempts + 1,
         claimed_by = $7,
         claimed_at = now(),
+        -- The claim counts toward its type's max_running, if it has one.
+        counted = t.task_type = ANY (ARRAY(SELECT typ FROM ctl WHERE counts)),
         -- The reasons the task is due move to the high byte, where this
         -- poll's stay (see the column's comment); a takeover adds retry to
         -- those of the attempt it takes over.
@@ -194,6 +320,15 @@ WITH floors AS (
     WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
     RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.claim, t.failures, t.attempts, t.trace,
         t.msg_popped, t.msg_seq, t.inbox_len, t.task_key, t.woke >> 8 AS woke
+), took AS (
+    -- Each poll started takes a token of its type's rate limit.
+    UPDATE corotask.rate_limits rl SET
+        tokens = least(rl.rate::float8, rl.tokens + rl.rate
+                 * extract(epoch FROM corotask.now() - rl.refilled_at)::float8 / extract(epoch FROM rl.per)::float8) - u.n,
+        refilled_at = corotask.now()
+    FROM (SELECT l.rate_name, count(*) AS n FROM claimed c JOIN ctl l ON l.typ = c.task_type
+          WHERE l.rate_name IS NOT NULL GROUP BY l.rate_name) u
+    WHERE rl.name = u.rate_name
 ), taken_over AS (
     -- The attempt whose expired claim the statement took over.
     INSERT INTO corotask.history (task_id, attempt, outcome, executor_id, claimed_at, error)

@@ -2,7 +2,7 @@ package query
 
 // TaskColumns are the columns of a task as tasks.Task holds it, in the
 // order tasks' scanTask reads them: t is the tasks row, s the row of Served.
-// The last, when the task last changed hands, reads the task's last
+// UpdatedAt's, when the task last changed hands, reads the task's last
 // attempt in its history.
 const TaskColumns = `t.task_id, t.parent_id, t.task_type, ` + Status + `, t.inner_state, t.result,
 	t.wake_at, t.heartbeat, t.inbox_len, t.inbox_next_len, t.failures,
@@ -10,7 +10,7 @@ const TaskColumns = `t.task_id, t.parent_id, t.task_type, ` + Status + `, t.inne
 	CASE WHEN t.claim IS NOT NULL THEN t.claimed_by END, CASE WHEN t.claim IS NOT NULL THEN t.claimed_at END,
 	GREATEST(t.created_at, t.claimed_at, t.done_at, (SELECT h.finished_at FROM corotask.history h
 		WHERE h.task_id = t.task_id AND h.seq = 0 ORDER BY h.attempt DESC LIMIT 1)),
-	coalesce(t.task_key, '')`
+	coalesce(t.task_key, ''), t.priority, coalesce(t.limit_key, '')`
 
 // TaskGet reads task $1: its TaskColumns, then the envelopes of its inbox
 // and of its inbox_next, each oldest first. The inbox holds the task's
@@ -47,7 +47,9 @@ const TaskLock = `SELECT 1 FROM corotask.tasks WHERE task_id = $1 FOR UPDATE`
 // poller's zero state, no message, now). TasksCreateTraced passes
 // @traces too, the trace context of each, to the seven-argument form;
 // TasksCreateKeyed passes @traces (NULL: none) and @keys, the key of each
-// (NULL: none), to the eight-argument form (migration 10).
+// (NULL: none), to the eight-argument form (migration 10);
+// TasksCreateControlled passes @traces, @keys (NULL: none), @priorities and
+// @limit_keys (NULL: none) to the ten-argument form (migration 14).
 const (
 	TasksCreate = `SELECT corotask.create_tasks(@ids::uuid[], @types::text[], @parents::uuid[],
 	@states::jsonb[], @messages::jsonb[], @wake_ats::timestamptz[])`
@@ -55,6 +57,9 @@ const (
 	@states::jsonb[], @messages::jsonb[], @wake_ats::timestamptz[], @traces::jsonb[])`
 	TasksCreateKeyed = `SELECT corotask.create_tasks(@ids::uuid[], @types::text[], @parents::uuid[],
 	@states::jsonb[], @messages::jsonb[], @wake_ats::timestamptz[], @traces::jsonb[], @keys::text[])`
+	TasksCreateControlled = `SELECT corotask.create_tasks(@ids::uuid[], @types::text[], @parents::uuid[],
+	@states::jsonb[], @messages::jsonb[], @wake_ats::timestamptz[], @traces::jsonb[], @keys::text[],
+	@priorities::smallint[], @limit_keys::text[])`
 )
 
 // Now is corotask's clock in the database (corotask.now(): the

@@ -569,6 +569,10 @@ $$;
 -- naming the task that holds it (see refuse_taken_key), as is a key that a
 -- task of the type ended within the type's key window (see
 -- refuse_windowed_keys). The forms without p_keys create tasks without keys.
+-- p_priorities holds each task's priority (NULL: 0; see tasks.priority) and
+-- p_limit_keys its key in its type's key space (NULL: none; see
+-- tasks.limit_key); the forms without them create tasks of priority 0 and
+-- no limit key.
 CREATE OR REPLACE FUNCTION corotask.create_tasks(
     p_ids      uuid[],
     p_types    text[],
@@ -577,7 +581,9 @@ CREATE OR REPLACE FUNCTION corotask.create_tasks(
     p_messages jsonb[],
     p_wake_ats timestamptz[],
     p_traces   jsonb[],
-    p_keys     text[]
+    p_keys     text[],
+    p_priorities smallint[],
+    p_limit_keys text[]
 ) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
@@ -602,6 +608,16 @@ BEGIN
         PERFORM corotask.refuse_invalid_keys(p_ids, p_keys);
     ELSE
         p_keys := NULL;
+    END IF;
+    IF p_priorities IS NOT NULL THEN
+        SELECT u.id, u.p INTO bad, cycle FROM unnest(p_ids, p_priorities) AS u(id, p) WHERE u.p < 0 LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'corotask: task %: priority % is negative (0 is the default and the lowest)', bad, cycle
+                USING ERRCODE = '22023';
+        END IF;
+    END IF;
+    IF p_limit_keys IS NOT NULL THEN
+        PERFORM corotask.refuse_invalid_keys(p_ids, p_limit_keys);
     END IF;
     IF EXISTS (SELECT 1 FROM unnest(p_parents) AS p WHERE p IS NOT NULL) THEN
         -- Each parent once, with its first child (k) and its place in p_ids
@@ -647,12 +663,13 @@ BEGIN
     IF p_keys IS NULL THEN
         WITH created AS (
             INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
-                msg_seq, inbox_len, woke)
+                msg_seq, inbox_len, woke, priority, limit_key)
             SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, corotask.now()), u.trace,
                    CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END,
-                   CASE WHEN u.msg IS NULL THEN 1 ELSE 3 END -- created (see tasks.woke), message
-            FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces)
-                AS u(id, typ, parent, state, msg, wake_at, trace)
+                   CASE WHEN u.msg IS NULL THEN 1 ELSE 3 END, -- created (see tasks.woke), message
+                   coalesce(u.priority, 0), u.limit_key
+            FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces, p_priorities, p_limit_keys)
+                AS u(id, typ, parent, state, msg, wake_at, trace, priority, limit_key)
         )
         INSERT INTO corotask.messages (task_id, seq, envelope)
         SELECT u.id, 1, corotask.envelope(u.parent, u.msg)
@@ -666,12 +683,14 @@ BEGIN
         -- the speculative insert.
         WITH inserted AS (
             INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
-                msg_seq, inbox_len, task_key, woke)
+                msg_seq, inbox_len, task_key, woke, priority, limit_key)
             SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, corotask.now()), u.trace,
                    CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, u.key,
-                   CASE WHEN u.msg IS NULL THEN 1 ELSE 3 END -- created (see tasks.woke), message
-            FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces, p_keys)
-                AS u(id, typ, parent, state, msg, wake_at, trace, key)
+                   CASE WHEN u.msg IS NULL THEN 1 ELSE 3 END, -- created (see tasks.woke), message
+                   coalesce(u.priority, 0), u.limit_key
+            FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces, p_keys,
+                        p_priorities, p_limit_keys)
+                AS u(id, typ, parent, state, msg, wake_at, trace, key, priority, limit_key)
             ON CONFLICT (task_type, task_key) WHERE task_key IS NOT NULL AND done_at IS NULL DO NOTHING
             RETURNING task_id
         )
@@ -703,10 +722,26 @@ CREATE OR REPLACE FUNCTION corotask.create_tasks(
     p_states   jsonb[],
     p_messages jsonb[],
     p_wake_ats timestamptz[],
+    p_traces   jsonb[],
+    p_keys     text[]
+) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = '' AS $$
+    SELECT corotask.create_tasks(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces, p_keys,
+        NULL::smallint[], NULL::text[])
+$$;
+
+CREATE OR REPLACE FUNCTION corotask.create_tasks(
+    p_ids      uuid[],
+    p_types    text[],
+    p_parents  uuid[],
+    p_states   jsonb[],
+    p_messages jsonb[],
+    p_wake_ats timestamptz[],
     p_traces   jsonb[]
 ) RETURNS void
 LANGUAGE sql SECURITY DEFINER SET search_path = '' AS $$
-    SELECT corotask.create_tasks(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces, NULL::text[])
+    SELECT corotask.create_tasks(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces, NULL::text[],
+        NULL::smallint[], NULL::text[])
 $$;
 
 CREATE OR REPLACE FUNCTION corotask.create_tasks(
@@ -718,7 +753,8 @@ CREATE OR REPLACE FUNCTION corotask.create_tasks(
     p_wake_ats timestamptz[]
 ) RETURNS void
 LANGUAGE sql SECURITY DEFINER SET search_path = '' AS $$
-    SELECT corotask.create_tasks(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, NULL::jsonb[], NULL::text[])
+    SELECT corotask.create_tasks(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, NULL::jsonb[], NULL::text[],
+        NULL::smallint[], NULL::text[])
 $$;
 
 -- create_task creates one task; see create_tasks. p_wake_at NULL means now.
@@ -849,6 +885,7 @@ REVOKE EXECUTE ON FUNCTION
     corotask.create_tasks(uuid[], text[], uuid[], jsonb[], jsonb[], timestamptz[]),
     corotask.create_tasks(uuid[], text[], uuid[], jsonb[], jsonb[], timestamptz[], jsonb[]),
     corotask.create_tasks(uuid[], text[], uuid[], jsonb[], jsonb[], timestamptz[], jsonb[], text[]),
+    corotask.create_tasks(uuid[], text[], uuid[], jsonb[], jsonb[], timestamptz[], jsonb[], text[], smallint[], text[]),
     corotask.create_task(uuid, text, uuid, jsonb, jsonb, timestamptz),
     corotask.send_to_task(uuid, uuid, jsonb),
     corotask.send_to_task(uuid, uuid, jsonb, jsonb),

@@ -11,7 +11,7 @@
 -- when it is done), all or nothing. p_actions[i] is 'yield', 'sleep'
 -- (p_sleeps[i] seconds from now), 'until' (p_ats[i]), 'suspend', 'await' (its
 -- children: see deliver_all) or 'done' (with p_results[i]). p_effects[i] is NULL or
--- {"spawn": [{"id", "type", "state", "msg", "trace", "key"}...], "send": [{"to", "msg", "trace"}...]},
+-- {"spawn": [{"id", "type", "state", "msg", "trace", "key", "priority", "limit_key"}...], "send": [{"to", "msg", "trace"}...]},
 -- where "trace", when present, is the trace context of the poll, kept with
 -- the child task and in the message's envelope, and "key", when present, is
 -- the child's key: a key that a live task of the child's type holds, or
@@ -44,7 +44,9 @@
 -- p_claimed_by, every child is created ready.
 --
 -- It returns the tasks whose claim still matched, each with whether its poll
--- was superseded; the others are unchanged.
+-- was superseded; the others are unchanged. It also returns, with
+-- superseded NULL, the children it was asked to create claimed but created
+-- ready, their type having flow controls (see corotask.type_controls).
 CREATE OR REPLACE FUNCTION corotask.commit_polls(
     p_tasks      uuid[],
     p_claims     uuid[],
@@ -78,6 +80,7 @@ DECLARE
     sent jsonb[];         -- ... and the messages' envelopes
     parents uuid[];       -- parents of the tasks this batch ended ...
     completions jsonb[];  -- ... and their completion messages
+    controlled text[] := '{}'; -- the types of eager children that have flow controls
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(p_actions) AS a
                WHERE a IS NULL OR a NOT IN ('yield', 'sleep', 'until', 'suspend', 'await', 'done')) THEN
@@ -239,10 +242,26 @@ BEGIN
                  jsonb_array_elements(x.eff -> 'spawn') WITH ORDINALITY AS s(e, n)
             WHERE x.eff ? 'spawn';
         END IF;
+        -- Children to create claimed (eager: see p_claimed_by) whose type
+        -- has flow controls are created ready instead, after the claims in
+        -- flight (ControlsLock, shared, as a claim takes it), and returned
+        -- (superseded NULL) so that the executor does not poll them.
+        IF p_claimed_by IS NOT NULL AND EXISTS (SELECT 1 FROM unnest(effects) AS f(eff) WHERE f.eff @? '$.spawn[*].claim') THEN
+            PERFORM pg_advisory_xact_lock_shared(1668248175, 1952543595);
+            SELECT coalesce(array_agg(c.task_type), '{}') INTO controlled FROM corotask.type_controls c
+            WHERE c.task_type IN (SELECT s.e ->> 'type' FROM unnest(effects) AS f(eff), jsonb_array_elements(f.eff -> 'spawn') AS s(e)
+                                  WHERE s.e ? 'claim');
+            IF cardinality(controlled) > 0 THEN
+                RETURN QUERY SELECT (s.e ->> 'id')::uuid, NULL::boolean
+                FROM unnest(effects) AS f(eff), jsonb_array_elements(f.eff -> 'spawn') AS s(e)
+                WHERE s.e ? 'claim' AND s.e ->> 'type' = ANY (controlled);
+            END IF;
+        END IF;
         -- A child with a message has it as its first (seq 1).
         WITH children AS (
             INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
-                claim, heartbeat, claim_expires_at, attempts, claimed_by, claimed_at, msg_seq, inbox_len, task_key, woke)
+                claim, heartbeat, claim_expires_at, attempts, claimed_by, claimed_at, msg_seq, inbox_len, task_key, woke,
+                priority, limit_key)
             SELECT (s.e ->> 'id')::uuid, s.e ->> 'type', x.parent, s.e -> 'state', corotask.now(),
                    s.e -> 'trace',
                    c.claim,
@@ -257,10 +276,16 @@ BEGIN
                    -- created, and message when it has one; in the high
                    -- byte when it is created claimed.
                    ((1 | CASE WHEN s.e ? 'msg' THEN 2 ELSE 0 END)
-                       << CASE WHEN c.claim IS NULL THEN 0 ELSE 8 END)::smallint
+                       << CASE WHEN c.claim IS NULL THEN 0 ELSE 8 END)::smallint,
+                   coalesce((s.e ->> 'priority')::smallint, 0), s.e ->> 'limit_key'
             FROM unnest(spawners, effects) WITH ORDINALITY AS x(parent, eff, k),
                  jsonb_array_elements(x.eff -> 'spawn') WITH ORDINALITY AS s(e, n),
-                 LATERAL (SELECT CASE WHEN p_claimed_by IS NOT NULL THEN (s.e ->> 'claim')::uuid END AS claim) c
+                 -- A child of a type with flow controls is never created
+                 -- claimed: only a claim, which counts against them, starts
+                 -- its polls (the executor knows those types from its last
+                 -- claim; one whose controls were set since is caught here).
+                 LATERAL (SELECT CASE WHEN p_claimed_by IS NOT NULL AND NOT (s.e ->> 'type' = ANY (controlled))
+                                      THEN (s.e ->> 'claim')::uuid END AS claim) c
             WHERE x.eff ? 'spawn'
             ORDER BY x.k, s.n
         )

@@ -1,0 +1,372 @@
+package executor_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/executor"
+	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/tasks"
+)
+
+// Claims take the highest priority first, then the oldest.
+func TestClaimsTakeHigherPriorityFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	cfg := fastConfig(t)
+	cfg.Concurrency = 1
+	e := executor.MustNew(db, cfg)
+	var order []string
+	executor.Register(e, "job", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
+		order = append(order, t.State)
+		return executor.Done(), nil
+	}))
+	_, err := tasks.CreateMany(ctx, db, []tasks.Spec{
+		{Type: "job", State: "low-1"}, {Type: "job", State: "low-2"},
+		{Type: "job", State: "mid", Priority: 3}, {Type: "job", State: "high", Priority: 7},
+		{Type: "job", State: "mid-later", Priority: 3},
+	})
+	require.NoError(t, err)
+	for range 5 {
+		n, err := e.PollOnce(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+	}
+	require.Equal(t, []string{"high", "mid", "mid-later", "low-1", "low-2"}, order)
+}
+
+// A child's priority, set at its spawn, orders its claim.
+func TestSpawnSpecSetsPriorityAndLimitKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	cfg := fastConfig(t)
+	cfg.DisableEagerChildren = true
+	e := executor.MustNew(db, cfg)
+	var child tasks.ID
+	executor.Register(e, "parent", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		child = t.SpawnSpec(tasks.Spec{Type: "child", Priority: 9, LimitKey: "acct-1"})
+		return executor.AwaitChildren(), nil
+	}))
+	_, err := tasks.Create(ctx, db, tasks.Spec{Type: "parent"})
+	require.NoError(t, err)
+	n, err := e.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	var prio int
+	var key string
+	require.NoError(t, db.QueryRow(ctx, `SELECT priority, limit_key FROM corotask.tasks WHERE task_id = $1`, child).Scan(&prio, &key))
+	require.Equal(t, 9, prio)
+	require.Equal(t, "acct-1", key)
+}
+
+// Bad priorities and limit keys are refused, naming what is wrong, and
+// create nothing.
+func TestBadPriorityRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	_, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", Priority: -1})
+	require.ErrorContains(t, err, "invalid priority -1")
+	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "job", Priority: tasks.MaxPriority + 1})
+	require.ErrorContains(t, err, "invalid priority 32768")
+	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "job", LimitKey: "a\x01b"})
+	require.ErrorContains(t, err, "limit key")
+	var n int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks`).Scan(&n))
+	require.Zero(t, n)
+}
+
+// setControls runs sql: what time or a dead executor would do.
+func setControls(t *testing.T, db *pgxpool.Pool, sql string) {
+	t.Helper()
+	_, err := db.Exec(context.Background(), sql)
+	require.NoError(t, err)
+}
+
+// gatedPoller blocks each poll until gate closes, counting the polls in
+// flight.
+func gatedPoller(g *gauge, gate <-chan struct{}) executor.PollerFunc[int, int] {
+	return func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		defer g.enter()()
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return executor.Action{}, ctx.Err()
+		}
+		return executor.Done(), nil
+	}
+}
+
+// A fleet-wide maximum holds across executors: two executors with room for
+// eight polls each run at most two of the type at once.
+func TestMaxRunningAcrossExecutors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	require.NoError(t, tasks.SetMaxRunning(ctx, db, "limited", 2, tasks.AllowNewType()))
+	var g gauge
+	gate := make(chan struct{})
+	for range 2 {
+		e := executor.MustNew(db, fastConfig(t))
+		executor.Register(e, "limited", gatedPoller(&g, gate))
+		start(t, e)
+	}
+	specs := make([]tasks.Spec, 12)
+	for i := range specs {
+		specs[i] = tasks.Spec{Type: "limited"}
+	}
+	_, err := tasks.CreateMany(ctx, db, specs)
+	require.NoError(t, err)
+	waitFor(t, "two polls running", func() bool { return g.cur.Load() == 2 })
+	close(gate)
+	waitFor(t, "all done", func() bool {
+		list, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.StatusDone, Limit: 13})
+		require.NoError(t, err)
+		return len(list) == 12
+	})
+	require.Equal(t, int64(2), g.peak.Load())
+}
+
+// A slot held by an executor that died comes back when its claim expires.
+func TestDeadExecutorsSlotComesBackWhenItsClaimExpires(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	require.NoError(t, tasks.SetMaxRunning(ctx, db, "limited", 1, tasks.AllowNewType()))
+	ids, err := tasks.CreateMany(ctx, db, []tasks.Spec{{Type: "limited"}, {Type: "limited"}})
+	require.NoError(t, err)
+	// The first task is held by an executor that died: its claim, counted
+	// toward the maximum, has not expired yet.
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET claim = gen_random_uuid(), counted = true, attempts = 1,
+		claim_expires_at = now() + interval '1 hour', heartbeat = now(), claimed_at = now() WHERE task_id = $1`, ids[0])
+	require.NoError(t, err)
+	e := executor.MustNew(db, fastConfig(t))
+	var polled atomic.Int64
+	executor.Register(e, "limited", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		polled.Add(1)
+		return executor.Done(), nil
+	}))
+	n, err := e.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "the only slot is held")
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 minute' WHERE task_id = $1`, ids[0])
+	require.NoError(t, err)
+	n, err = e.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the expired claim gave its slot back")
+}
+
+// A pause lets the poll in flight finish, and starts no other until resumed.
+func TestPauseLetsThePollInFlightFinish(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	e := executor.MustNew(db, fastConfig(t))
+	var g gauge
+	gate := make(chan struct{})
+	executor.Register(e, "job", gatedPoller(&g, gate))
+	first, err := tasks.Create(ctx, db, tasks.Spec{Type: "job"})
+	require.NoError(t, err)
+	polled := make(chan int, 1)
+	go func() {
+		n, err := e.PollOnce(ctx)
+		if err != nil {
+			n = -1
+		}
+		polled <- n
+	}()
+	waitFor(t, "the poll in flight", func() bool { return g.cur.Load() == 1 })
+	require.NoError(t, tasks.Pause(ctx, db, "job"))
+	second, err := tasks.Create(ctx, db, tasks.Spec{Type: "job"})
+	require.NoError(t, err)
+	close(gate)
+	require.Equal(t, 1, <-polled)
+	got, err := tasks.Get(ctx, db, first)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StatusDone, got.Status)
+
+	n, err := e.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "a paused type is not claimed")
+	require.NoError(t, tasks.Resume(ctx, db, "job"))
+	n, err = e.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	got, err = tasks.Get(ctx, db, second)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StatusDone, got.Status)
+}
+
+// A key limit holds across the types of its key space: one task per
+// account at a time, whatever its type; other accounts run meanwhile.
+func TestKeyLimitAcrossTypes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	require.NoError(t, tasks.SetKeyLimit(ctx, db, "account", 1, []tasks.Type{"charge", "refund"}, tasks.AllowNewType()))
+	var mu sync.Mutex
+	running, peak := map[string]int{}, map[string]int{}
+	var g gauge
+	gate := make(chan struct{})
+	poller := executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
+		defer g.enter()()
+		mu.Lock()
+		running[t.State]++
+		peak[t.State] = max(peak[t.State], running[t.State])
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			running[t.State]--
+			mu.Unlock()
+		}()
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return executor.Action{}, ctx.Err()
+		}
+		return executor.Done(), nil
+	})
+	e := executor.MustNew(db, fastConfig(t))
+	executor.Register(e, "charge", poller)
+	executor.Register(e, "refund", poller)
+	_, err := tasks.CreateMany(ctx, db, []tasks.Spec{
+		{Type: "charge", State: "a", LimitKey: "a"}, {Type: "refund", State: "a", LimitKey: "a"},
+		{Type: "charge", State: "a", LimitKey: "a"}, {Type: "charge", State: "b", LimitKey: "b"},
+		{Type: "refund", State: "none"},
+	})
+	require.NoError(t, err)
+	start(t, e)
+	waitFor(t, "one task of each account and the unkeyed one", func() bool { return g.cur.Load() == 3 })
+	mu.Lock()
+	require.Equal(t, map[string]int{"a": 1, "b": 1, "none": 1}, running)
+	mu.Unlock()
+	close(gate)
+	waitFor(t, "all done", func() bool {
+		list, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.StatusDone, Limit: 6})
+		require.NoError(t, err)
+		return len(list) == 5
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, map[string]int{"a": 1, "b": 1, "none": 1}, peak)
+}
+
+// Tasks over their key's limit wait in claim order: the oldest of the key
+// runs first.
+func TestKeyLimitWaitsInOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	require.NoError(t, tasks.SetKeyLimit(ctx, db, "account", 1, []tasks.Type{"charge"}, tasks.AllowNewType()))
+	var order []string
+	e := executor.MustNew(db, fastConfig(t))
+	executor.Register(e, "charge", executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
+		order = append(order, t.State)
+		return executor.Done(), nil
+	}))
+	for _, s := range []string{"1", "2", "3"} {
+		_, err := tasks.Create(ctx, db, tasks.Spec{Type: "charge", State: s, LimitKey: "acct"})
+		require.NoError(t, err)
+	}
+	for range 3 {
+		n, err := e.PollOnce(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "one task of the key at a time")
+	}
+	require.Equal(t, []string{"1", "2", "3"}, order)
+}
+
+// commitsSeen counts the children commits created claimed.
+type commitsSeen struct {
+	executor.NoHooks
+	children atomic.Int64
+}
+
+func (h *commitsSeen) CommitDone(_ context.Context, info *executor.CommitInfo) {
+	h.children.Add(int64(info.Children))
+}
+
+// A child of a type with controls is never polled without a claim that
+// counts it, even when the controls were set after the executor's last
+// claim: the commit creates it ready.
+func TestEagerChildOfControlledTypeIsCreatedReady(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	hooks := &commitsSeen{}
+	cfg := fastConfig(t)
+	cfg.Hooks = hooks
+	e := executor.MustNew(db, cfg)
+	gate := make(chan struct{})
+	spawning := make(chan struct{}, 1)
+	executor.Register(e, "parent", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		spawning <- struct{}{}
+		<-gate
+		t.Spawn("child", nil, nil)
+		return executor.AwaitChildren(), nil
+	}))
+	executor.Register(e, "child", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		return executor.Done(), nil
+	}))
+	_, err := tasks.Create(ctx, db, tasks.Spec{Type: "parent"})
+	require.NoError(t, err)
+	start(t, e)
+	<-spawning
+	// Set after the claim of the parent: the executor does not know yet.
+	require.NoError(t, tasks.SetMaxRunning(ctx, db, "child", 5, tasks.AllowNewType()))
+	close(gate)
+	waitFor(t, "the child done", func() bool {
+		list, err := tasks.List(ctx, db, tasks.Filter{Type: "child", Status: tasks.StatusDone, Limit: 2})
+		require.NoError(t, err)
+		return len(list) == 1
+	})
+	require.Zero(t, hooks.children.Load(), "no child was created claimed")
+	var attempts int
+	require.NoError(t, db.QueryRow(ctx, `SELECT attempts FROM corotask.tasks WHERE task_type = 'child'`).Scan(&attempts))
+	require.Equal(t, 1, attempts, "the child was polled once, by a claim")
+}
+
+// A rate limit starts at most its rate of polls per interval, fleet-wide,
+// and refills as time passes.
+func TestRateLimitStartsAtMostItsRate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	require.NoError(t, tasks.SetRateLimit(ctx, db, "mail", 2, time.Hour, []tasks.Type{"mail"}, tasks.AllowNewType()))
+	specs := make([]tasks.Spec, 5)
+	for i := range specs {
+		specs[i] = tasks.Spec{Type: "mail"}
+	}
+	_, err := tasks.CreateMany(ctx, db, specs)
+	require.NoError(t, err)
+	e := executor.MustNew(db, fastConfig(t))
+	executor.Register(e, "mail", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		return executor.Done(), nil
+	}))
+	polls := func() int {
+		total := 0
+		for {
+			n, err := e.PollOnce(ctx)
+			require.NoError(t, err)
+			if n == 0 {
+				return total
+			}
+			total += n
+		}
+	}
+	require.Equal(t, 2, polls(), "the bucket holds two tokens")
+	// Half an hour later the bucket has refilled one token.
+	setControls(t, db, `UPDATE corotask.rate_limits SET refilled_at = refilled_at - interval '30 minutes'`)
+	require.Equal(t, 1, polls())
+	var tokens float64
+	require.NoError(t, db.QueryRow(ctx, `SELECT tokens FROM corotask.rate_limits`).Scan(&tokens))
+	require.Less(t, tokens, 1.0)
+}
