@@ -19,7 +19,10 @@ var benchCmd = &command{
 corotask bench pingpong --json
 corotask bench oneshot -executors 2
 corotask bench tree -stock-cluster -statements
-corotask bench pressure -stock-cluster -mode killbackends`,
+corotask bench pressure -stock-cluster -mode killbackends
+corotask bench limit -max-running 5
+corotask bench priority -backlog 100000
+corotask bench keylimit -limit-keys 10000`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		var opts bench.Options
 		opts.RegisterFlags(fs)

@@ -10,7 +10,7 @@
 // The CLI wires it in with a few lines:
 //
 //	func main() {
-//		bench.MaybeWorker() // first thing: a worker process of `bench oneshot -executors N`, `bench pressure`
+//		bench.MaybeWorker() // first thing: a worker process of `bench oneshot -executors N`, `bench pressure`, `bench limit`
 //		...
 //	}
 //
@@ -56,20 +56,22 @@ type Options struct {
 	Scenario string
 
 	// N is how many of the scenario's unit to run: tasks for oneshot
-	// (50,000) and create (100,000), round trips for pingpong (2,000), task
+	// (50,000) and create (100,000), tasks per round for limit (20,000) and
+	// keylimit (50,000), high-priority tasks for priority (200), round
+	// trips for pingpong (2,000), task
 	// lifecycles for bloat (200,000), sends timed per level for send (200),
 	// send_to_key calls for sendkey (2,000: half to new keys, half to
 	// existing ones), and fib(N) for tree (20, 21,891 tasks).
 	N int
 	// Workers is how many polls run at once, in total over all executors
-	// (executor.Config.Concurrency): oneshot, tree, fanin, bloat, pressure.
-	// Default 100 (pressure 64).
+	// (executor.Config.Concurrency): oneshot, tree, fanin, bloat, pressure,
+	// limit, priority, keylimit. Default 100 (pressure 64, limit 32).
 	Workers int
-	// Executors is how many executors share the oneshot or pressure work,
-	// each with its own pool and Workers/Executors slots. Default 1
-	// (pressure with Mode "stop": 2, the least it takes). oneshot runs more
-	// than one, and pressure any number, as worker processes (this binary
-	// re-executed; see MaybeWorker) unless InProcess.
+	// Executors is how many executors share the oneshot, pressure, limit
+	// or keylimit work, each with its own pool and Workers/Executors slots.
+	// Default 1 (pressure with Mode "stop", and limit: 2). oneshot runs
+	// more than one, and pressure and limit any number, as worker processes
+	// (this binary re-executed; see MaybeWorker) unless InProcess.
 	Executors int
 	// InProcess runs every executor in this process (each with its own
 	// pool) instead of in worker processes.
@@ -130,8 +132,32 @@ type Options struct {
 	HeartbeatInterval time.Duration
 	// Gap is the pause between pingpong round trips, once the previous one
 	// has committed, so each message finds an idle executor. Default 5ms
-	// (1ns for practically none).
+	// (1ns for practically none). For priority: the pause between two
+	// high-priority tasks' creates, once the previous one has been polled
+	// (default 20ms).
 	Gap time.Duration
+	// Rounds is how many times limit and keylimit run each of their two
+	// variants, alternating (without the limit, with it, without, ...).
+	// Default 3 (keylimit 2).
+	Rounds int
+	// MaxRunning is the limit scenario's fleet-wide maximum of running
+	// polls (corotask.type_controls.max_running). Default 64: more than
+	// the default Workers, so that it does not bind; one below Workers
+	// checks that it is enforced.
+	MaxRunning int
+	// PollTime is how long each poll of the limit scenario, and of the
+	// priority scenario's backlog, takes (a sleep). Default 1ms.
+	PollTime time.Duration
+	// Backlog is how many ready low-priority tasks the priority scenario
+	// keeps in the queue while it measures (topped up as they are polled).
+	// Default 100,000.
+	Backlog int
+	// LimitKeys is how many distinct limit keys keylimit spreads its tasks
+	// over. Default 10,000.
+	LimitKeys int
+	// KeyMax is keylimit's key space maximum of running tasks per key
+	// (corotask.key_limits.max_running). Default 1.
+	KeyMax int
 	// Levels are idle's numbers of background tasks in each state (default
 	// 0, 10,000 and 100,000), and the numbers of messages waiting in the
 	// task's inbox for send (0 and 50,000) and inboxpoll (100 and 50,000;
@@ -211,6 +237,9 @@ var scenarios = []scenario{
 	{"sendkey", "N inbox.SendToKey calls, half creating a task for a new key, half to an existing key's task, beside inbox.Send to a known ID: ms per call", runSendKey, ""},
 	{"inboxpoll", "one poll (PollOnce) of a task with -levels messages waiting, popping all it is shown: ms per poll, relative to the lowest level", runInboxPoll, ""},
 	{"pressure", "-rate tasks/s through -warmup, -duration under -mode pressure, then -after: pickup latency, throughput, backlog, recovery", runPressure, ""},
+	{"limit", "N tasks per round polled by -executors processes, without a fleet-wide -max-running and with it, alternating for -rounds: tasks/s, and the most polls seen at once (fails above the limit)", runLimit, ""},
+	{"priority", "N high-priority tasks, one at a time: latency from create to poll on an empty queue, then behind a -backlog of ready low-priority tasks", runPriority, ""},
+	{"keylimit", "N tasks over -limit-keys keys of a key space with -key-max per key, and without keys, alternating for -rounds: tasks/s and mean claim time", runKeyLimit, ""},
 }
 
 // Scenarios returns the names of the scenarios, in the order "all" runs them.
@@ -245,10 +274,10 @@ Sizes default to the targets of docs/benchmarks.md; use smaller ones (e.g.
 // DatabaseURL and Scenario are left to the caller (the CLI's --database-url
 // and first argument).
 func (o *Options) RegisterFlags(fs *flag.FlagSet) {
-	fs.IntVar(&o.N, "n", o.N, "`N`: tasks (oneshot 50000, create 100000), round trips (pingpong 2000), lifecycles (bloat 200000), sends per level (send 200), send_to_key calls (sendkey 2000), fib(N) (tree 20)")
-	fs.IntVar(&o.Workers, "workers", o.Workers, "polls at once over all executors, `N` (default 100, pressure 64)")
-	fs.IntVar(&o.Executors, "executors", o.Executors, "oneshot, pressure: executor processes, `N` (default 1, pressure -mode stop 2)")
-	fs.BoolVar(&o.InProcess, "in-process", o.InProcess, "oneshot, pressure: run the executors in this process, not as worker processes")
+	fs.IntVar(&o.N, "n", o.N, "`N`: tasks (oneshot 50000, create 100000, limit 20000 per round, keylimit 50000 per round), high-priority tasks (priority 200), round trips (pingpong 2000), lifecycles (bloat 200000), sends per level (send 200), send_to_key calls (sendkey 2000), fib(N) (tree 20)")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "polls at once over all executors, `N` (default 100, pressure 64, limit 32)")
+	fs.IntVar(&o.Executors, "executors", o.Executors, "oneshot, pressure, limit: executor processes (keylimit: executors in this process), `N` (default 1; pressure -mode stop and limit 2)")
+	fs.BoolVar(&o.InProcess, "in-process", o.InProcess, "oneshot, pressure, limit: run the executors in this process, not as worker processes")
 	fs.IntVar(&o.Pool, "pool", o.Pool, "connections per executor pool, `N` (default 20)")
 	fs.IntVar(&o.Batch, "batch", o.Batch, "tasks per CreateMany call, `N` (default 1000)")
 	fs.IntVar(&o.Writers, "writers", o.Writers, "create: concurrent CreateMany callers, `N` (default 1)")
@@ -266,7 +295,13 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Readers, "readers", o.Readers, "pressure -mode readers: sessions scanning the tasks table in REPEATABLE READ transactions, `N` (default 4)")
 	fs.IntVar(&o.Stops, "stops", o.Stops, "pressure -mode stop: worker processes stopped with SIGTERM, then replaced, `N` (default 10)")
 	fs.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", o.HeartbeatInterval, "heartbeat: the executor's heartbeat interval (default 1s)")
-	fs.DurationVar(&o.Gap, "gap", o.Gap, "pingpong: pause between round trips (default 5ms)")
+	fs.DurationVar(&o.Gap, "gap", o.Gap, "pingpong: pause between round trips (default 5ms); priority: between high-priority tasks (default 20ms)")
+	fs.IntVar(&o.Rounds, "rounds", o.Rounds, "limit, keylimit: runs of each variant, alternating, `N` (default 3, keylimit 2)")
+	fs.IntVar(&o.MaxRunning, "max-running", o.MaxRunning, "limit: the type's fleet-wide maximum of running polls, `N` (default 64; below -workers to check it is enforced)")
+	fs.DurationVar(&o.PollTime, "poll-time", o.PollTime, "limit, priority's backlog: how long each poll takes (a sleep) (default 1ms)")
+	fs.IntVar(&o.Backlog, "backlog", o.Backlog, "priority: ready low-priority tasks kept in the queue, `N` (default 100000)")
+	fs.IntVar(&o.LimitKeys, "limit-keys", o.LimitKeys, "keylimit: distinct limit keys, `N` (default 10000)")
+	fs.IntVar(&o.KeyMax, "key-max", o.KeyMax, "keylimit: running tasks per key, `N` (default 1)")
 	fs.Var((*intList)(&o.Levels), "levels", "comma-separated counts: idle's background tasks (default 0,10000,100000); messages waiting for send (default 0,50000) and inboxpoll (default 100,50000)")
 	fs.IntVar(&o.Iterations, "iterations", o.Iterations, "idle: claims, inboxpoll: polls, timed per level, `N` (default 300)")
 	fs.Var((*noneIfZero)(&o.Messages), "messages", "bloat: messages per lifecycle, `N`; 0 for none (default 2)")
@@ -376,6 +411,16 @@ func (o Options) withDefaults(name string) Options {
 		def(&o.N, 2_000)
 	case "tree":
 		def(&o.N, 20)
+	case "limit":
+		def(&o.N, 20_000)
+		def(&o.Workers, 32)
+		def(&o.Executors, 2)
+	case "keylimit":
+		def(&o.N, 50_000)
+		def(&o.Rounds, 2)
+	case "priority":
+		def(&o.N, 200)
+		defD(&o.Gap, 20*time.Millisecond)
 	case "pressure":
 		def(&o.Workers, 64)
 		defD(&o.Duration, time.Minute)
@@ -429,6 +474,12 @@ func (o Options) withDefaults(name string) Options {
 	}
 	def(&o.Readers, 4)
 	def(&o.Stops, 10)
+	def(&o.Rounds, 3)
+	def(&o.MaxRunning, 64)
+	defD(&o.PollTime, time.Millisecond)
+	def(&o.Backlog, 100_000)
+	def(&o.LimitKeys, 10_000)
+	def(&o.KeyMax, 1)
 	if o.History == "" {
 		o.History = "on"
 	}
@@ -444,13 +495,14 @@ func (o Options) validate() error {
 		v    int
 	}{{"n", o.N}, {"workers", o.Workers}, {"executors", o.Executors}, {"pool", o.Pool}, {"batch", o.Batch},
 		{"writers", o.Writers}, {"k", o.K}, {"m", o.M}, {"depth", o.Depth}, {"iterations", o.Iterations},
-		{"rate", o.Rate}, {"readers", o.Readers}, {"stops", o.Stops}} {
+		{"rate", o.Rate}, {"readers", o.Readers}, {"stops", o.Stops}, {"rounds", o.Rounds}, {"max-running", o.MaxRunning},
+		{"backlog", o.Backlog}, {"limit-keys", o.LimitKeys}, {"key-max", o.KeyMax}} {
 		if v.v < 0 {
 			return fmt.Errorf("-%s must not be negative", v.name)
 		}
 	}
-	if o.Warmup < 0 || o.After < 0 || o.Duration < 0 || o.KillRate < 0 {
-		return errors.New("-warmup, -after, -duration and -kill-rate must not be negative")
+	if o.Warmup < 0 || o.After < 0 || o.Duration < 0 || o.KillRate < 0 || o.PollTime < 0 {
+		return errors.New("-warmup, -after, -duration, -kill-rate and -poll-time must not be negative")
 	}
 	if o.Mode != "" && !slices.Contains(pressureModes, o.Mode) {
 		return fmt.Errorf("-mode must be one of %s, not %q", strings.Join(pressureModes, ", "), o.Mode)
@@ -536,6 +588,7 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) error {
 	}
 	srv.env.Private = opts.StockCluster
 	printed := 0
+	var failed []error // results printed that failed their check
 	for _, s := range todo {
 		o := opts.withDefaults(s.name)
 		o.Scenario = s.name
@@ -563,9 +616,14 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) error {
 				res.writeText(stdout, printed == 0)
 			}
 			printed++
+			if check := resultChecks[s.name]; check != nil {
+				if err := check(res); err != nil {
+					failed = append(failed, fmt.Errorf("bench %s (%s): %w", s.name, v.variantLabel(), err))
+				}
+			}
 		}
 	}
-	return nil
+	return errors.Join(failed...)
 }
 
 // runOne runs one scenario in a fresh database.

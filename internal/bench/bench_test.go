@@ -70,6 +70,9 @@ func TestScenariosSmoke(t *testing.T) {
 		"sendkey":   {N: 20},
 		"inboxpoll": {Levels: []int{5, 300}, Iterations: 10},
 		"pressure":  {Rate: 100, Warmup: time.Second, Duration: time.Second, After: time.Second, Workers: 8, Pool: 4},
+		"limit":     {N: 300, Workers: 8, Executors: 2, Pool: 4, Batch: 100, MaxRunning: 3, Rounds: 1, PollTime: 2 * time.Millisecond},
+		"priority":  {N: 10, Backlog: 2000, Gap: time.Millisecond, Workers: 8, Pool: 4, PollTime: 5 * time.Millisecond},
+		"keylimit":  {N: 500, LimitKeys: 50, Rounds: 1, Workers: 10, Pool: 4, Batch: 100},
 	}
 	require.ElementsMatch(t, Scenarios(), keys(tiny), "a tiny size for every scenario")
 	for _, name := range Scenarios() {
@@ -142,6 +145,8 @@ func TestScenariosSmoke(t *testing.T) {
 			case "pressure":
 				require.Equal(t, "none", rec.Params["mode"])
 				require.Equal(t, m["created_by_producer"], m["done"])
+			case "limit", "priority", "keylimit":
+				checkFlowSmoke(t, name, rec)
 			}
 		})
 	}

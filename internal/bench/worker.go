@@ -23,7 +23,7 @@ import (
 )
 
 // WorkerEnv is the environment variable that turns a process into a bench
-// worker: `corotask bench oneshot -executors N` (and `bench pressure`)
+// worker: `corotask bench oneshot -executors N` (and `bench pressure`, `bench limit`)
 // re-executes its own binary (os.Executable) N times with it set, and each
 // of those processes runs one executor until its standard input closes or it
 // receives SIGTERM, which it takes as a service would: a graceful stop. See
@@ -51,12 +51,18 @@ func MaybeWorker() {
 type workerSpec struct {
 	URL         string `json:"url"`
 	DB          string `json:"db,omitempty"`
-	Kind        string `json:"kind"` // "oneshot" or "pressure"
+	Kind        string `json:"kind"` // "oneshot", "pressure" or "limit"
 	Concurrency int    `json:"concurrency"`
 	Pool        int    `json:"pool"`
 	CPUProfile  string `json:"cpuprofile,omitempty"`
 	OTel        bool   `json:"otel,omitempty"`
 	NoHistory   bool   `json:"no_history,omitempty"`
+	// PollTime is how long each poll of kind "limit" takes (a sleep).
+	PollTime time.Duration `json:"poll_time,omitempty"`
+	// Hold makes the worker wait, once ready, for a line on its standard
+	// input before it runs its executor, so that several workers start
+	// polling together.
+	Hold bool `json:"hold,omitempty"`
 }
 
 // workerReport is what a worker says when it stops, as one JSON line.
@@ -67,8 +73,11 @@ type workerReport struct {
 	PeakRSS           int64 `json:"peak_rss_bytes"`
 	HeapInuse         int64 `json:"heap_inuse_bytes"`
 	// Logs counts the executor's log records by level and message.
-	Logs  map[string]int64 `json:"logs,omitempty"`
-	Error string           `json:"error,omitempty"`
+	Logs map[string]int64 `json:"logs,omitempty"`
+	// Intervals are the start and end of each poll of kind "limit", in
+	// UnixNano: start, end, start, end, ...
+	Intervals []int64 `json:"intervals,omitempty"`
+	Error     string  `json:"error,omitempty"`
 }
 
 // worker runs one executor as spec says until stdin closes or SIGTERM
@@ -85,7 +94,7 @@ func worker(specJSON string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
 		return fail(fmt.Errorf("bad %s: %w", WorkerEnv, err))
 	}
-	if spec.Kind != "oneshot" && spec.Kind != "pressure" {
+	if spec.Kind != "oneshot" && spec.Kind != "pressure" && spec.Kind != "limit" {
 		return fail(fmt.Errorf("unknown worker kind %q", spec.Kind))
 	}
 	// SIGTERM is a graceful stop, as for a service: Run's context ends,
@@ -101,7 +110,7 @@ func worker(specJSON string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer pool.Close()
 	tally := newLogTally(stderr)
 	cfg := executor.Config{Concurrency: spec.Concurrency, Logger: slog.New(tally)}
-	if spec.Kind == "oneshot" {
+	if spec.Kind == "oneshot" || spec.Kind == "limit" {
 		cfg.Retention = -1 // the scenario counts the tasks it ran
 	}
 	if spec.OTel {
@@ -116,9 +125,14 @@ func worker(specJSON string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var first firstTime
 	var polls atomic.Int64
 	history := executor.History(!spec.NoHistory)
-	if spec.Kind == "pressure" {
+	var spans *pollSpans
+	switch spec.Kind {
+	case "pressure":
 		executor.Register(e, pressureType, pressurePoller(&polls), history)
-	} else {
+	case "limit":
+		spans = &pollSpans{}
+		executor.Register(e, limitType, limitPoller(spec.PollTime, &first, &polls, spans), history)
+	default:
 		executor.Register(e, oneshotType, oneshotPoller(&first, &polls), history)
 	}
 	if spec.CPUProfile != "" {
@@ -132,10 +146,19 @@ func worker(specJSON string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	done := make(chan error, 1)
+	in := bufio.NewReader(stdin)
+	if spec.Hold {
+		fmt.Fprintln(stdout, workerReady, e.ID())
+		if _, err := in.ReadString('\n'); err != nil {
+			cancel() // stdin closed before the go: stop at once
+		}
+	}
 	go func() { done <- e.Run(ctx) }()
-	fmt.Fprintln(stdout, workerReady, e.ID())
+	if !spec.Hold {
+		fmt.Fprintln(stdout, workerReady, e.ID())
+	}
 	go func() {
-		_, _ = io.Copy(io.Discard, stdin)
+		_, _ = io.Copy(io.Discard, in)
 		cancel()
 	}()
 	select {
@@ -151,6 +174,9 @@ func worker(specJSON string, stdin io.Reader, stdout, stderr io.Writer) int {
 	_, peak := rssBytes()
 	rep := workerReport{Polls: polls.Load(), CPUNano: int64(selfCPU()), PeakRSS: peak, HeapInuse: int64(ms.HeapInuse),
 		Logs: tally.counts()}
+	if spans != nil {
+		rep.Intervals = spans.flat()
+	}
 	if t := first.get(); !t.IsZero() {
 		rep.FirstPollUnixNano = t.UnixNano()
 	}
@@ -237,6 +263,16 @@ func (r *runner) startWorker(ctx context.Context, spec workerSpec) (*workerProc,
 			exe, line, err)
 	}
 	return p, nil
+}
+
+// release tells held workers (workerSpec.Hold) to start polling.
+func (ps procs) release() error {
+	for i, p := range ps {
+		if _, err := io.WriteString(p.stdin, "go\n"); err != nil {
+			return fmt.Errorf("release worker %d: %w", i+1, err)
+		}
+	}
+	return nil
 }
 
 // readLine reads one line of the worker's stdout, waiting at most timeout.

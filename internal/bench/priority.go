@@ -1,0 +1,266 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/corotask/corotask/executor"
+	"github.com/corotask/corotask/tasks"
+)
+
+const (
+	priorityType tasks.Type = "bench.priority"
+	// highPriority is the priority of the tasks priority times; the backlog
+	// has the default, 0.
+	highPriority = 10
+	// backlogRefillEvery is how often priority checks its backlog, and
+	// tops it up to Options.Backlog once a batch (Options.Batch, at most
+	// half the backlog) is missing.
+	backlogRefillEvery = 20 * time.Millisecond
+)
+
+// priorityOrder is a priority task's state: a high-priority task numbered
+// Seq, or (High false) one of the backlog.
+type priorityOrder struct {
+	High bool `json:"high,omitempty"`
+	Seq  int  `json:"seq,omitempty"`
+}
+
+// highPoll is the start of a high-priority task's poll.
+type highPoll struct {
+	seq   int
+	start time.Time
+}
+
+// priorityPoller reports the start of each high-priority poll on polled,
+// and polls the backlog's tasks in pollTime each (a sleep), counting them.
+func priorityPoller(pollTime time.Duration, polled chan<- highPoll, low *atomic.Int64) executor.PollerFunc[priorityOrder, json.RawMessage] {
+	return func(ctx context.Context, t *executor.Task[priorityOrder, json.RawMessage]) (executor.Action, error) {
+		start := time.Now()
+		if t.State.High {
+			select {
+			case polled <- highPoll{t.State.Seq, start}:
+			default: // nobody waits for it (a second poll)
+			}
+			return executor.Done(), nil
+		}
+		low.Add(1)
+		if pollTime > 0 {
+			time.Sleep(pollTime)
+		}
+		return executor.Done(), nil
+	}
+}
+
+// priorityPhase is what one phase of priority measured.
+type priorityPhase struct {
+	latency, commit []time.Duration
+}
+
+// runPriority: N high-priority tasks created one at a time, Gap apart,
+// each once the one before has been polled; latency from the commit of its
+// create to the start of its poll, first with nothing else in the queue,
+// then behind Backlog ready tasks of the same type and priority 0 that the
+// executor is busy polling (PollTime each), topped up as they go.
+func runPriority(ctx context.Context, r *runner, res *Result) error {
+	o := r.opts
+	res.param("samples", o.N)
+	res.param("gap", o.Gap)
+	res.param("backlog", o.Backlog)
+	res.param("workers", o.Workers)
+	res.param("poll_time", o.PollTime)
+	res.param("priority", highPriority)
+	db, err := r.pool(ctx, 6)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	polled := make(chan highPoll, 2*o.N)
+	var low atomic.Int64
+	start := func() (*group, error) {
+		return r.startExecutors(ctx, 1, o.Workers, r.executorConfig(0), func(e *executor.Executor) {
+			executor.Register(e, priorityType, priorityPoller(o.PollTime, polled, &low), r.typeOptions()...)
+		})
+	}
+
+	r.progress("%d high-priority tasks on an empty queue", o.N)
+	grp, err := start()
+	if err != nil {
+		return err
+	}
+	empty, err := r.priorityPhase(ctx, db, polled, 0)
+	if err != nil {
+		grp.cleanup()
+		return fmt.Errorf("empty queue: %w", err)
+	}
+	if err := grp.stop(); err != nil {
+		return err
+	}
+
+	r.progress("creating a backlog of %d tasks", o.Backlog)
+	if _, _, err := r.createTasks(ctx, db, o.Backlog, tasks.Spec{Type: priorityType, State: priorityOrder{}}); err != nil {
+		return err
+	}
+	if err := r.analyze(ctx, db); err != nil {
+		return err
+	}
+	rf := &refiller{r: r, db: db, low: &low, target: o.Backlog, step: max(1, min(o.Batch, o.Backlog/2)),
+		created: int64(o.Backlog), min: int64(o.Backlog)}
+	if grp, err = start(); err != nil {
+		return err
+	}
+	defer grp.cleanup()
+	// Until the executor is busy with the backlog: every slot has been
+	// filled twice over.
+	if err := waitUntil(ctx, "the executor to poll the backlog", time.Minute, 10*time.Millisecond, func() (bool, error) {
+		return low.Load() >= int64(2*o.Workers), nil
+	}); err != nil {
+		return err
+	}
+	r.progress("%d high-priority tasks behind the backlog", o.N)
+	rctx, stopRefill := context.WithCancel(ctx)
+	refillDone := make(chan error, 1)
+	go func() { refillDone <- rf.loop(rctx) }()
+	low0, t0 := low.Load(), time.Now()
+	busy, err := r.priorityPhase(ctx, db, polled, o.N)
+	lowPolls, elapsed := low.Load()-low0, time.Since(t0)
+	stopRefill()
+	if rerr := <-refillDone; err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("behind the backlog: %w", err)
+	}
+	var left int
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks
+		WHERE task_type = $1 AND claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL`, string(priorityType)).Scan(&left); err != nil {
+		return err
+	}
+	if err := grp.stop(); err != nil {
+		return err
+	}
+
+	pe := percentiles(empty.latency, 50, 95, 99)
+	pb := percentiles(busy.latency, 50, 95, 99)
+	res.metric("empty_p50_ms", pe[0])
+	res.metric("empty_p95_ms", pe[1])
+	res.metric("empty_p99_ms", pe[2])
+	res.metric("backlog_p50_ms", pb[0])
+	res.metric("backlog_p95_ms", pb[1])
+	res.metric("backlog_p99_ms", pb[2])
+	res.metric("backlog_vs_empty_p50", pb[0]/pe[0])
+	res.metric("commit_p50_ms", percentiles(append(empty.commit, busy.commit...), 50)[0])
+	res.metric("backlog_polls_per_sec", rate(int(lowPolls), elapsed))
+	res.metric("backlog_min", rf.lowest())
+	res.metric("backlog_left", left)
+	res.metric("backlog_refilled", rf.added())
+	res.note("latency = start of the high-priority task's poll - the time taken just before the COMMIT of its create (the create, then an UPDATE of its priority to %d, in one transaction); commit_* is the COMMIT's own time", highPriority)
+	res.note("backlog: ready tasks of the same type at priority 0, each polled in -poll-time; topped up to -backlog whenever a batch (-batch, at most half the backlog) is missing, a batch or so at a time, while the high-priority tasks are timed; backlog_min is its lowest (created - polls started) while the high-priority tasks were timed, backlog_left the ready ones counted at the end")
+	if rf.lowest() == 0 {
+		return fmt.Errorf("the backlog ran out while the high-priority tasks were timed (%.0f backlog polls/s): use a larger -backlog or a longer -poll-time",
+			rate(int(lowPolls), elapsed))
+	}
+	return nil
+}
+
+// priorityPhase creates n high-priority tasks one at a time (numbered from
+// first), each once the one before has been polled, and times them.
+func (r *runner) priorityPhase(ctx context.Context, db *pgxpool.Pool, polled <-chan highPoll, first int) (priorityPhase, error) {
+	var ph priorityPhase
+	for i := range r.opts.N {
+		seq := first + i
+		time.Sleep(r.opts.Gap)
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			return ph, err
+		}
+		id, err := tasks.Create(ctx, tx, tasks.Spec{Type: priorityType, State: priorityOrder{High: true, Seq: seq}})
+		if err == nil {
+			_, err = tx.Exec(ctx, "UPDATE corotask.tasks SET priority = $2 WHERE task_id = $1", id, highPriority)
+		}
+		if err != nil {
+			_ = tx.Rollback(ctx)
+			return ph, err
+		}
+		t0 := time.Now()
+		if err := tx.Commit(ctx); err != nil {
+			return ph, err
+		}
+		ph.commit = append(ph.commit, time.Since(t0))
+		select {
+		case p := <-polled:
+			if p.seq != seq {
+				return ph, fmt.Errorf("high-priority task %d was polled while %d was awaited", p.seq, seq)
+			}
+			ph.latency = append(ph.latency, p.start.Sub(t0))
+		case <-time.After(time.Minute):
+			return ph, fmt.Errorf("high-priority task %d was not polled within a minute", seq)
+		case <-ctx.Done():
+			return ph, ctx.Err()
+		}
+	}
+	return ph, nil
+}
+
+// refiller keeps priority's backlog near target: whenever the tasks
+// created less those polled are step or more below it, it creates enough to
+// bring them back to target (a trickle of small batches rather than a
+// burst of inserts now and then).
+type refiller struct {
+	r      *runner
+	db     *pgxpool.Pool
+	low    *atomic.Int64 // backlog polls started
+	target int
+	step   int
+	mu     sync.Mutex
+	// created counts the backlog tasks created; min is the lowest backlog
+	// seen; more is how many were added to the first target.
+	created, min, more int64
+}
+
+func (f *refiller) loop(ctx context.Context) error {
+	tick := time.NewTicker(backlogRefillEvery)
+	defer tick.Stop()
+	for {
+		f.mu.Lock()
+		left := f.created - f.low.Load()
+		f.min = min(f.min, max(left, 0))
+		f.mu.Unlock()
+		if left <= int64(f.target-f.step) {
+			n := f.target - int(left)
+			if _, _, err := f.r.createTasks(ctx, f.db, n, tasks.Spec{Type: priorityType, State: priorityOrder{}}); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("refill the backlog: %w", err)
+			}
+			f.mu.Lock()
+			f.created += int64(n)
+			f.more += int64(n)
+			f.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func (f *refiller) lowest() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.min
+}
+
+func (f *refiller) added() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.more
+}
