@@ -19,10 +19,13 @@ var createCmd = &command{
 --in, by an executor that has a poller for its type. With --message, the new
 task's inbox starts with that message (from its parent, if any). With --key,
 the task has that key, which no other live task of its type may have (see
-'corotask send --key').`,
+'corotask send --key'). --priority orders its claim (higher first, 0 the
+default and the lowest) and --limit-key is its key in its type's key space
+(see 'corotask limit' and docs/flow-control.md).`,
 	example: `corotask create --type orders.checkout --state '{"order": 42}'
 corotask create --type orders.checkout --key order-42
-corotask create --type reminder --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --in 2h`,
+corotask create --type reminder --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --in 2h
+corotask create --type reports.build --priority 5 --limit-key tenant-42`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		typ := fs.String("type", "", "the task's `TYPE`, e.g. orders.checkout (required)")
 		parent := fs.String("parent", "", "the parent `TASK`, which must be alive")
@@ -32,6 +35,8 @@ corotask create --type reminder --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --in 2h`,
 		in := fs.String("in", "", "first poll after `DURATION` (e.g. 90s, 2h; default: now)")
 		id := fs.String("id", "", "the new task's `ID` (default: a new ULID)")
 		key := fs.String("key", "", "the task's `KEY`, unique among the live tasks of its type (default: none)")
+		priority := fs.Int("priority", 0, "the task's `PRIORITY`, 0 (the lowest) to 32767: claims take higher first")
+		limitKey := fs.String("limit-key", "", "the task's `KEY` in its type's key space (default: none)")
 		return func(ctx context.Context, a *app, args []string) error {
 			if err := wantArgs(args); err != nil {
 				return err
@@ -49,6 +54,16 @@ corotask create --type reminder --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --in 2h`,
 					return usagef("--key: %v", err)
 				}
 				spec.Key = *key
+			}
+			if err := tasks.ValidatePriority(*priority); err != nil {
+				return usagef("--priority: %v", err)
+			}
+			spec.Priority = *priority
+			if isSet(fs, "limit-key") {
+				if err := tasks.ValidateKey(*limitKey); err != nil {
+					return usagef("--limit-key: %v", err)
+				}
+				spec.LimitKey = *limitKey
 			}
 			var err error
 			if spec.ID, err = parseOptionalID("--id", *id); err != nil {

@@ -38,25 +38,37 @@ duration: 100/1m, 5/1s; a bare unit counts one: 100/m), fleet-wide, bursts
 of RATE at most; without --type, only programs that call tasks.Acquire take
 from it; --clear removes it. A type that no executor has registered and no
 task has is refused as a likely typo, unless --allow-new-type. Each change
-is recorded in corotask.control_history with your database role.`,
+is recorded in corotask.control_history with your database role: 'limit
+--history N' shows the last N changes (pauses, resumes, limits, priorities).`,
 	example: `corotask limit
 corotask limit max-running orders.checkout 20
 corotask limit max-running orders.checkout --clear
 corotask limit key tenants 2 --type reports.build --type reports.mail
 corotask limit rate payments-api 100/1m --type payments.charge
-corotask limit rate payments-api --clear`,
+corotask limit rate payments-api --clear
+corotask limit --history 20`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		clear := fs.Bool("clear", false, "remove the maximum, key space or rate limit named")
 		var types typeList
 		fs.Var(&types, "type", "with key or rate: a `TYPE` of the key space or rate limit (repeat for each)")
 		allowNew := allowNewTypeFlag(fs)
 		asJSON := fs.Bool("json", false, "without arguments: print JSON")
+		history := fs.Int("history", 0, "without arguments: show the last `N` changes of the controls instead (who, when, what)")
 		return func(ctx context.Context, a *app, args []string) error {
 			if len(args) == 0 {
 				if *clear || len(types) > 0 || *allowNew {
 					return usagef("--clear, --type and --allow-new-type go with max-running, key or rate")
 				}
+				if isSet(fs, "history") {
+					if *history < 1 {
+						return usagef("--history: N must be at least 1, not %d", *history)
+					}
+					return a.showControlChanges(ctx, *history, *asJSON)
+				}
 				return a.showLimits(ctx, *asJSON)
+			}
+			if isSet(fs, "history") {
+				return usagef("--history goes with 'limit' alone")
 			}
 			if *asJSON {
 				return usagef("--json goes with 'limit' alone, which shows the limits")
@@ -372,4 +384,40 @@ func printLimits(w io.Writer, c tasks.FlowControls, now time.Time) error {
 		return tw.Flush()
 	}
 	return nil
+}
+
+// showControlChanges prints the last n changes of the controls.
+func (a *app) showControlChanges(ctx context.Context, n int, asJSON bool) error {
+	var changes []tasks.ControlChange
+	err := a.withConn(ctx, func(conn *pgx.Conn) (err error) {
+		changes, err = tasks.ControlChanges(ctx, conn, n)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		type changeJSON struct {
+			At      time.Time `json:"at"`
+			Action  string    `json:"action"`
+			Subject string    `json:"subject"`
+			Detail  string    `json:"detail"`
+			By      string    `json:"by"`
+		}
+		out := make([]changeJSON, len(changes))
+		for i, c := range changes {
+			out[i] = changeJSON(c)
+		}
+		return writeJSON(a.stdout, out)
+	}
+	if len(changes) == 0 {
+		fmt.Fprintln(a.stdout, "no changes of the controls recorded")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AT\tACTION\tSUBJECT\tDETAIL\tBY")
+	for _, c := range changes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.At.UTC().Format(time.RFC3339), c.Action, c.Subject, c.Detail, c.By)
+	}
+	return tw.Flush()
 }

@@ -100,3 +100,9 @@ const ControlsRateLimits = `SELECT r.name, r.rate, (extract(epoch FROM r.per) * 
 	corotask.rate_limit_tokens(r, corotask.now()),
 	ARRAY(SELECT c.task_type FROM corotask.type_controls c WHERE c.rate_limit = r.name ORDER BY 1)
 FROM corotask.rate_limits r ORDER BY 1`
+
+// ControlChanges reads the last $1 changes of the controls, the latest
+// first: when, the action, its subject (a type, key space, rate limit or
+// task), its detail and the database role that made it.
+const ControlChanges = `SELECT at, action, subject, coalesce(detail, ''), by_role
+FROM corotask.control_history ORDER BY id DESC LIMIT $1`
