@@ -428,3 +428,35 @@ func TestPriorityOrderUnderConcurrentClaims(t *testing.T) {
 	require.Equal(t, 1, polled["high-b"], "priority 2 comes first")
 	require.Equal(t, 1, polled["high-d"], "priority 2 comes first")
 }
+
+// A Handle creates and spawns tasks with a priority and a limit key.
+func TestHandleWithOptions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	job := executor.NewHandle[string, int]("job")
+	child := executor.NewHandle[string, int]("child")
+	cfg := fastConfig(t)
+	cfg.DisableEagerChildren = true
+	e := executor.MustNew(db, cfg)
+	var spawned tasks.ID
+	executor.Register(e, job.Type(), executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
+		spawned = child.SpawnWithOptions(t, "c", executor.TaskOptions{Priority: 4, LimitKey: "k2"})
+		return executor.AwaitChildren(), nil
+	}))
+	id, err := job.CreateWithOptions(ctx, db, "p", executor.TaskOptions{Key: "one", Priority: 2, LimitKey: "k1"})
+	require.NoError(t, err)
+	got, err := tasks.Get(ctx, db, id)
+	require.NoError(t, err)
+	require.Equal(t, 2, got.Priority)
+	require.Equal(t, "k1", got.LimitKey)
+	require.Equal(t, "one", got.Key)
+	n, err := e.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	got, err = tasks.Get(ctx, db, spawned)
+	require.NoError(t, err)
+	require.Equal(t, 4, got.Priority)
+	require.Equal(t, "k2", got.LimitKey)
+	require.Equal(t, id, got.Parent)
+}

@@ -122,3 +122,26 @@ type Poll interface {
 }
 
 func (t *Task[S, M]) pollEffects() *effects { return t.eff() }
+
+// TaskOptions are the optional settings of a task a Handle creates or
+// spawns with CreateWithOptions or SpawnWithOptions (see tasks.Spec for
+// each): its key, its priority and its limit key.
+type TaskOptions struct {
+	Key      string
+	Priority int
+	LimitKey string
+}
+
+// CreateWithOptions is Create with the task's key, priority and limit key.
+func (h Handle[S, M]) CreateWithOptions(ctx context.Context, db tasks.DB, state S, o TaskOptions) (tasks.ID, error) {
+	return tasks.Create(ctx, db, tasks.Spec{Type: h.typ, State: state, Key: o.Key, Priority: o.Priority, LimitKey: o.LimitKey})
+}
+
+// SpawnWithOptions is Spawn with the child's key, priority and limit key;
+// see Task.SpawnSpec.
+func (h Handle[S, M]) SpawnWithOptions(parent Poll, state S, o TaskOptions) tasks.ID {
+	id := tasks.NewID()
+	parent.pollEffects().spawnSpec(tasks.ID{}, tasks.Spec{ID: id, Type: h.typ, State: state,
+		Key: o.Key, Priority: o.Priority, LimitKey: o.LimitKey})
+	return id
+}

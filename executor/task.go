@@ -147,10 +147,11 @@ func (e *effects) spawnWithKey(id tasks.ID, typ tasks.Type, key string, state, m
 	e.spawnKeyed(id, typ, key, state, msg)
 }
 
-// spawnSpec asks for the child spec of the task parent (see SpawnSpec).
+// spawnSpec asks for the child spec of the task parent (see SpawnSpec;
+// zero: a Handle's spawn, whose spec names no parent).
 func (e *effects) spawnSpec(parent tasks.ID, spec tasks.Spec) {
 	switch {
-	case !spec.Parent.IsZero() && spec.Parent != parent:
+	case !spec.Parent.IsZero() && !parent.IsZero() && spec.Parent != parent:
 		e.fail(fmt.Errorf("spawn %s: parent %s: a poll spawns children of its own task (%s) only", spec.Type, spec.Parent, parent))
 		return
 	case !spec.WakeAt.IsZero():
