@@ -135,33 +135,55 @@ func TestMaxRunningAcrossExecutors(t *testing.T) {
 	require.Equal(t, int64(2), g.peak.Load())
 }
 
-// A slot held by an executor that died comes back when its claim expires.
+// A slot held by an executor that died comes back when its claim expires:
+// executor A holds the only slot of the type, in a poll that never ends,
+// and stops renewing its claim; executor B claims nothing until that claim
+// expires, then takes the slot.
 func TestDeadExecutorsSlotComesBackWhenItsClaimExpires(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	url := testdb.URL(t)
+	db := testdb.Pool(t, url)
 	require.NoError(t, tasks.SetMaxRunning(ctx, db, "limited", 1, tasks.AllowNewType()))
-	ids, err := tasks.CreateMany(ctx, db, []tasks.Spec{{Type: "limited"}, {Type: "limited"}})
+	first, err := tasks.Create(ctx, db, tasks.Spec{Type: "limited"})
 	require.NoError(t, err)
-	// The first task is held by an executor that died: its claim, counted
-	// toward the maximum, has not expired yet.
-	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET claim = gen_random_uuid(), counted = true, attempts = 1,
-		claim_expires_at = now() + interval '1 hour', heartbeat = now(), claimed_at = now() WHERE task_id = $1`, ids[0])
-	require.NoError(t, err)
-	e := executor.MustNew(db, fastConfig(t))
-	var polled atomic.Int64
-	executor.Register(e, "limited", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
-		polled.Add(1)
+
+	// A's claim lasts an hour, and A does not renew it while the test runs.
+	cfgA := fastConfig(t)
+	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = testdb.LongHeartbeat, 20*time.Minute
+	a := executor.MustNew(testdb.Pool(t, url), cfgA)
+	entered, release := make(chan struct{}), make(chan struct{})
+	executor.Register(a, "limited", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		close(entered)
+		<-release
 		return executor.Done(), nil
 	}))
-	n, err := e.PollOnce(ctx)
+	stopA := start(t, a)
+	defer stopA()
+	defer close(release)
+	<-entered
+
+	second, err := tasks.Create(ctx, db, tasks.Spec{Type: "limited"})
 	require.NoError(t, err)
-	require.Zero(t, n, "the only slot is held")
-	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 minute' WHERE task_id = $1`, ids[0])
+	b := executor.MustNew(testdb.Pool(t, url), fastConfig(t))
+	var polled []tasks.ID
+	executor.Register(b, "limited", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		polled = append(polled, t.ID)
+		return executor.Done(), nil
+	}))
+	n, err := b.PollOnce(ctx)
 	require.NoError(t, err)
-	n, err = e.PollOnce(ctx)
+	require.Zero(t, n, "A holds the only slot")
+
+	// A dies: its claim expires, unrenewed.
+	setControls(t, db, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 minute' WHERE task_id = '`+first.UUID()+`'`)
+	n, err = b.PollOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "the expired claim gave its slot back")
+	n, err = b.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.ElementsMatch(t, []tasks.ID{first, second}, polled, "B took over A's task, then the other")
 }
 
 // A pause lets the poll in flight finish, and starts no other until resumed.
