@@ -167,8 +167,7 @@ WITH ctl AS (
     LEFT JOIN corotask.key_limits k ON k.key_space = c.key_space
     LEFT JOIN LATERAL (
         SELECT rl.name, extract(epoch FROM rl.per)::float8 / rl.rate AS token_secs,
-               least(rl.rate::float8, rl.tokens + rl.rate
-               * extract(epoch FROM corotask.now() - rl.refilled_at)::float8 / extract(epoch FROM rl.per)::float8) AS tokens
+               corotask.rate_limit_tokens(rl, corotask.now()) AS tokens
         FROM corotask.rate_limits rl WHERE rl.name = c.rate_limit
     ) b ON true
     WHERE c.task_type = ANY ($6::text[])
@@ -222,10 +221,7 @@ WITH ctl AS (
         SELECT t.task_id, t.priority, t.wake_at, t.limit_key FROM corotask.tasks t
         WHERE t.claim IS NULL AND t.done_at IS NULL AND t.wake_at IS NOT NULL AND t.priority > 0
           AND t.wake_at <= corotask.now() AND t.task_type = q.typ
-          AND (q.key_space IS NULL OR t.limit_key IS NULL OR (
-              SELECT count(*) FROM corotask.tasks r JOIN corotask.type_controls rc ON rc.task_type = r.task_type
-              WHERE r.limit_key = t.limit_key AND r.claim IS NOT NULL AND r.limit_key IS NOT NULL
-                AND r.claim_expires_at >= corotask.now() AND rc.key_space = q.key_space) < q.key_max)
+          AND (q.key_space IS NULL OR t.limit_key IS NULL OR corotask.key_running(q.key_space, t.limit_key) < q.key_max)
         ORDER BY t.priority DESC, t.wake_at
         LIMIT q.n
         FOR UPDATE OF t SKIP LOCKED
@@ -238,10 +234,7 @@ WITH ctl AS (
         SELECT t.task_id, t.wake_at, t.limit_key FROM corotask.tasks t
         WHERE t.claim IS NULL AND t.done_at IS NULL AND t.wake_at IS NOT NULL AND t.priority = 0
           AND t.wake_at >= f.at AND t.wake_at <= corotask.now() AND t.task_type = q.typ
-          AND (q.key_space IS NULL OR t.limit_key IS NULL OR (
-              SELECT count(*) FROM corotask.tasks r JOIN corotask.type_controls rc ON rc.task_type = r.task_type
-              WHERE r.limit_key = t.limit_key AND r.claim IS NOT NULL AND r.limit_key IS NOT NULL
-                AND r.claim_expires_at >= corotask.now() AND rc.key_space = q.key_space) < q.key_max)
+          AND (q.key_space IS NULL OR t.limit_key IS NULL OR corotask.key_running(q.key_space, t.limit_key) < q.key_max)
         ORDER BY t.wake_at
         LIMIT greatest(q.n - (SELECT count(*) FROM ready_first h WHERE h.task_type = q.typ), 0)
         FOR UPDATE OF t SKIP LOCKED
@@ -281,10 +274,7 @@ WITH ctl AS (
         SELECT p.task_id, p.k, p.priority, p.at FROM (
             SELECT c.task_id, c.k, c.priority, c.at, least(q.n, l.cap) AS cap,
                    row_number() OVER (PARTITION BY c.task_type ORDER BY c.k, c.priority DESC, c.at) AS rank,
-                   CASE WHEN l.key_space IS NOT NULL AND c.limit_key IS NOT NULL THEN l.key_max - (
-                       SELECT count(*) FROM corotask.tasks r JOIN corotask.type_controls rc ON rc.task_type = r.task_type
-                       WHERE r.limit_key = c.limit_key AND r.claim IS NOT NULL AND r.limit_key IS NOT NULL
-                         AND r.claim_expires_at >= corotask.now() AND rc.key_space = l.key_space) END AS key_room,
+                   CASE WHEN l.key_space IS NOT NULL AND c.limit_key IS NOT NULL THEN l.key_max - corotask.key_running(l.key_space, c.limit_key) END AS key_room,
                    row_number() OVER (PARTITION BY l.key_space, c.limit_key ORDER BY c.k, c.priority DESC, c.at) AS key_rank,
                    l.rate_name, l.tokens,
                    row_number() OVER (PARTITION BY l.rate_name ORDER BY c.k, c.priority DESC, c.at) AS rate_rank
@@ -324,9 +314,8 @@ WITH ctl AS (
 ), took AS (
     -- Each poll started takes a token of its type's rate limit.
     UPDATE corotask.rate_limits rl SET
-        tokens = least(rl.rate::float8, rl.tokens + rl.rate
-                 * extract(epoch FROM corotask.now() - rl.refilled_at)::float8 / extract(epoch FROM rl.per)::float8) - u.n,
-        refilled_at = corotask.now()
+        tokens = corotask.rate_limit_tokens(rl, corotask.now()) - u.n,
+        refilled_at = greatest(rl.refilled_at, corotask.now())
     FROM (SELECT l.rate_name, count(*) AS n FROM claimed c JOIN ctl l ON l.typ = c.task_type
           WHERE l.rate_name IS NOT NULL GROUP BY l.rate_name) u
     WHERE rl.name = u.rate_name
