@@ -16,8 +16,9 @@ const Served = `served AS MATERIALIZED (
 // partial indexes of the claim (tasks_ready_idx, tasks_running_idx) and of
 // retention (tasks_done_idx).
 const (
-	// Waiting holds the tasks that wait for a time (ready, unserved,
-	// sleeping, retrying): the predicate of tasks_ready_idx.
+	// Waiting holds the tasks that wait for a time (ready, paused,
+	// limited, unserved, sleeping, retrying): the predicate of
+	// tasks_ready_idx.
 	Waiting = `(t.claim IS NULL AND t.done_at IS NULL AND t.wake_at IS NOT NULL)`
 	// Suspended holds the live tasks that wait for a message.
 	Suspended = `(t.claim IS NULL AND t.done_at IS NULL AND t.wake_at IS NULL)`
@@ -45,7 +46,7 @@ func StatusCondition(status string) string {
 		return Suspended
 	case "running", "stale":
 		return Claimed
-	default: // ready, unserved, sleeping, retrying
+	default: // ready, paused, limited, unserved, sleeping, retrying
 		return Waiting
 	}
 }

@@ -15,6 +15,26 @@ const Status = `(CASE
         WHEN t.wake_at IS NULL THEN 'suspended'
         WHEN t.wake_at > s.now AND t.failures > 0 THEN 'retrying'
         WHEN t.wake_at > s.now THEN 'sleeping'
+        WHEN EXISTS (SELECT 1 FROM corotask.type_controls c
+                     WHERE c.task_type = t.task_type AND c.paused_at IS NOT NULL) THEN 'paused'
         WHEN s.registered AND NOT t.task_type = ANY (s.types) THEN 'unserved'
+        WHEN EXISTS (SELECT 1 FROM corotask.type_controls c WHERE c.task_type = t.task_type AND (
+                 c.max_running IS NOT NULL AND c.max_running <= (SELECT count(*) FROM (
+                     SELECT 1 FROM corotask.tasks r
+                     WHERE r.task_type = c.task_type AND r.claim IS NOT NULL AND r.counted
+                       AND r.claim_expires_at >= s.now
+                     LIMIT c.max_running) n)
+                 OR t.limit_key IS NOT NULL AND EXISTS (
+                     SELECT 1 FROM corotask.key_limits k WHERE k.key_space = c.key_space
+                       AND k.max_running <= (SELECT count(*) FROM (
+                           SELECT 1 FROM corotask.tasks r
+                           JOIN corotask.type_controls rc ON rc.task_type = r.task_type AND rc.key_space = k.key_space
+                           WHERE r.limit_key = t.limit_key AND r.claim IS NOT NULL
+                             AND r.claim_expires_at >= s.now
+                           LIMIT k.max_running) n))
+                 OR EXISTS (
+                     SELECT 1 FROM corotask.rate_limits l WHERE l.name = c.rate_limit
+                       AND least(l.rate, l.tokens + l.rate * extract(epoch FROM s.now - l.refilled_at)
+                                                 / extract(epoch FROM l.per)) < 1))) THEN 'limited'
         ELSE 'ready'
     END)`

@@ -75,6 +75,13 @@ $$;
 -- corotask.executors and no live one serves its type (they stopped, died,
 -- or serve other types); in a database where none has registered (tasks
 -- polled only through PollOnce) it stays 'ready'.
+-- A ready task waits on flow control (corotask.type_controls) when its type
+-- is paused ('paused', before 'unserved': the pause is why nothing claims
+-- it), or, served, when its type runs its max_running counted claims, its
+-- limit_key runs its key space's max_running claims, or its type's rate
+-- limit holds no whole token ('limited'). A type without a type_controls row
+-- costs two probes of that table's primary key and counts nothing; the
+-- counts of a controlled type stop at the limit.
 CREATE OR REPLACE FUNCTION corotask.status(t corotask.tasks) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT CASE
@@ -84,9 +91,29 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
         WHEN t.wake_at IS NULL THEN 'suspended'
         WHEN t.wake_at > corotask.now() AND t.failures > 0 THEN 'retrying'
         WHEN t.wake_at > corotask.now() THEN 'sleeping'
+        WHEN EXISTS (SELECT 1 FROM corotask.type_controls c
+                     WHERE c.task_type = t.task_type AND c.paused_at IS NOT NULL) THEN 'paused'
         WHEN EXISTS (SELECT 1 FROM corotask.executors)
              AND NOT EXISTS (SELECT 1 FROM corotask.executors e
                              WHERE e.expires_at > now() AND t.task_type = ANY (e.task_types)) THEN 'unserved'
+        WHEN EXISTS (SELECT 1 FROM corotask.type_controls c WHERE c.task_type = t.task_type AND (
+                 c.max_running IS NOT NULL AND c.max_running <= (SELECT count(*) FROM (
+                     SELECT 1 FROM corotask.tasks r
+                     WHERE r.task_type = c.task_type AND r.claim IS NOT NULL AND r.counted
+                       AND r.claim_expires_at >= corotask.now()
+                     LIMIT c.max_running) n)
+                 OR t.limit_key IS NOT NULL AND EXISTS (
+                     SELECT 1 FROM corotask.key_limits k WHERE k.key_space = c.key_space
+                       AND k.max_running <= (SELECT count(*) FROM (
+                           SELECT 1 FROM corotask.tasks r
+                           JOIN corotask.type_controls rc ON rc.task_type = r.task_type AND rc.key_space = k.key_space
+                           WHERE r.limit_key = t.limit_key AND r.claim IS NOT NULL
+                             AND r.claim_expires_at >= corotask.now()
+                           LIMIT k.max_running) n))
+                 OR EXISTS (
+                     SELECT 1 FROM corotask.rate_limits l WHERE l.name = c.rate_limit
+                       AND least(l.rate, l.tokens + l.rate * extract(epoch FROM corotask.now() - l.refilled_at)
+                                                 / extract(epoch FROM l.per)) < 1))) THEN 'limited'
         ELSE 'ready'
     END
 $$;
