@@ -6,7 +6,9 @@ import "github.com/corotask/corotask/internal/dberr"
 // them wraps both the sentinel (errors.Is) and, when the database raised it,
 // the *pgconn.PgError (errors.As), whose Code is a corotask SQLSTATE: CT404,
 // CT410, CT413, CT409 (running), CT422 (wrong status), CT416 (no message),
-// CT508 (parent cycle), or 23505 for ErrExists.
+// CT508 (parent cycle), or 23505 for ErrExists; flow control's changes raise
+// CT4T4 (ErrUnknownType), CT4P9 (ErrPaused), CT4N9 (ErrNotPaused), CT4R4
+// (ErrNoRateLimit) and CT4K4 (ErrNoKeyLimit).
 var (
 	// ErrNotFound: the task (or the parent named in a Spec) does not exist.
 	ErrNotFound = dberr.NotFound
@@ -37,6 +39,21 @@ var (
 	// comes later in the same CreateMany call, so that a task would be its
 	// own ancestor (SQLSTATE CT508 from corotask.create_tasks).
 	ErrParentCycle = dberr.ParentCycle
+	// ErrPaused: Pause named a type that is paused already; the error says
+	// since when and by which database role.
+	ErrPaused = dberr.Paused
+	// ErrNotPaused: Resume named a type that is not paused.
+	ErrNotPaused = dberr.NotPaused
+	// ErrUnknownType: a control named a type that no executor has
+	// registered, no task has and that has no controls yet: a misspelt
+	// type, most likely. AllowNewType accepts it (to set limits before the
+	// deploy that brings the type).
+	ErrUnknownType = dberr.UnknownType
+	// ErrNoRateLimit: Acquire or ClearRateLimit named a rate limit that does
+	// not exist.
+	ErrNoRateLimit = dberr.NoRateLimit
+	// ErrNoKeyLimit: ClearKeyLimit named a key space that has no limit.
+	ErrNoKeyLimit = dberr.NoKeyLimit
 )
 
 // MaxMessageBytes is the largest message body send_to_task accepts, measured

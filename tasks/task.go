@@ -46,6 +46,12 @@ type Task struct {
 	UpdatedAt time.Time
 	// Key is the task's key (see Spec.Key); empty when it has none.
 	Key string
+	// Priority orders the claims of its type: the higher first, then the
+	// oldest (0, the default, is the lowest; see SetPriority).
+	Priority int
+	// LimitKey is the task's key in its type's key space (see SetKeyLimit);
+	// empty when it has none.
+	LimitKey string
 	// Inbox and InboxNext are the pending messages, oldest first, each a JSON
 	// object {"from": ..., "body": ..., ...}. Only Get fills them.
 	Inbox, InboxNext []json.RawMessage
@@ -59,7 +65,8 @@ func scanTask(row pgx.Row, extra ...any) (*Task, error) {
 	var heartbeat *time.Time
 	dest := append([]any{&t.ID, &t.Parent, &typ, &status, &t.State, &t.Result,
 		&t.WakeAt, &heartbeat, &t.InboxLen, &t.InboxNextLen, &t.Failures,
-		&t.LastError, &t.CreatedAt, &t.DoneAt, &t.Attempts, &t.LiveChildren, &t.AwaitingChildren, &t.ClaimedBy, &t.ClaimedAt, &t.UpdatedAt, &t.Key}, extra...)
+		&t.LastError, &t.CreatedAt, &t.DoneAt, &t.Attempts, &t.LiveChildren, &t.AwaitingChildren, &t.ClaimedBy, &t.ClaimedAt, &t.UpdatedAt, &t.Key,
+		&t.Priority, &t.LimitKey}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}

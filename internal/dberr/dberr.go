@@ -25,6 +25,12 @@ var (
 	NoMessage   = errors.New("no such message")
 	// ParentCycle: a task would be its own ancestor.
 	ParentCycle = errors.New("parent cycle")
+	// The refusals of flow control's changes (sql/functions/controls.sql).
+	Paused      = errors.New("type already paused")
+	NotPaused   = errors.New("type not paused")
+	UnknownType = errors.New("unknown task type")
+	NoRateLimit = errors.New("no such rate limit")
+	NoKeyLimit  = errors.New("no such key limit")
 )
 
 // MaxMessageBytes is the largest message body corotask.send_to_task accepts
@@ -45,6 +51,13 @@ const (
 	codeNoMessage = "CT416"
 	codeCycle     = "CT508"
 	codeUniqueKey = "23505"
+	// Flow control's: the letter names the subject, the digit follows
+	// CT404 (not found) and CT409 (conflict).
+	codeUnknownType = "CT4T4"
+	codePaused      = "CT4P9"
+	codeNotPaused   = "CT4N9"
+	codeNoRateLimit = "CT4R4"
+	codeNoKeyLimit  = "CT4K4"
 )
 
 // translated is a driver error recognized as one of the sentinels: its text
@@ -83,6 +96,11 @@ func Translate(err error) error {
 		sentinel = WrongStatus
 	case codeNoMessage:
 		sentinel = NoMessage
+	case codeUnknownType, codePaused, codeNotPaused, codeNoRateLimit, codeNoKeyLimit:
+		// The message names the type, limit or space, and says why.
+		sentinel = map[string]error{codeUnknownType: UnknownType, codePaused: Paused, codeNotPaused: NotPaused,
+			codeNoRateLimit: NoRateLimit, codeNoKeyLimit: NoKeyLimit}[pgErr.Code]
+		return wrap(sentinel, messageText(pgErr))
 	case codeTooLarge:
 		// DETAIL is the body's size, or "trace <bytes> <limit>".
 		if f := strings.Fields(pgErr.Detail); len(f) == 3 && f[0] == "trace" {
