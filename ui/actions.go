@@ -228,10 +228,12 @@ func doSend(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error
 
 // confirmation is the confirmation page's data.
 type confirmation struct {
-	Action   string
-	Task     *tasks.Task
-	Question string
-	Fields   map[string]string // the form's fields, posted again
+	Action string
+	// Post is where the form is posted again; Back the page its "no"
+	// returns to, and BackText that link's text.
+	Post, Back, BackText string
+	Question             string
+	Fields               map[string]string // the form's fields, posted again
 }
 
 // serveAction serves the POST of an action's form. The form is checked
@@ -301,7 +303,9 @@ func (h *Handler) serveAction(a action) http.HandlerFunc {
 				}
 			}
 			v.Title = "Confirm · corotask"
-			v.P = &confirmation{Action: a.name, Task: t, Question: question, Fields: fields}
+			task := h.cfg.Prefix + "/tasks/" + id.String()
+			v.P = &confirmation{Action: a.name, Post: task + "/" + a.name, Back: task, BackText: "No, back to the task",
+				Question: question, Fields: fields}
 			h.write(w, http.StatusOK, "confirm", v)
 			return
 		}

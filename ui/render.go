@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/corotask/corotask/tasks"
@@ -81,6 +83,20 @@ var funcs = template.FuncMap{
 	"execsOf": func(v *view, execs []tasks.Executor) execsView { return execsView{V: v, Execs: execs} },
 	"nodeOf":  func(v *view, n *treeNode) nodeView { return nodeView{V: v, N: n} },
 	"fanin":   fanIn,
+	"typeForm": func(v *view, typ string, paused bool, back string) typeForm {
+		return typeForm{V: v, Type: typ, Paused: paused, Back: back}
+	},
+	"int64":  func(n int) int64 { return int64(n) },
+	"tokens": func(f float64) string { return strconv.FormatFloat(math.Floor(f*10)/10, 'f', 1, 64) },
+}
+
+// typeForm is what the "typeAction" template (the pause or resume button
+// of a type) gets: Back names the page to return to (see typeBack).
+type typeForm struct {
+	V      *view
+	Type   string
+	Paused bool
+	Back   string
 }
 
 // prettyJSON indents a JSON value, or returns "" for none.
@@ -131,6 +147,28 @@ type rowsView struct {
 func (r rowsView) HasKey() bool {
 	for _, t := range r.Rows {
 		if t.Key != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// HasPriority says whether a task of the table has a priority above the
+// default: the table has a priority column only then.
+func (r rowsView) HasPriority() bool {
+	for _, t := range r.Rows {
+		if t.Priority != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// HasLimitKey says whether a task of the table has a limit key: the table
+// has a limit key column only then.
+func (r rowsView) HasLimitKey() bool {
+	for _, t := range r.Rows {
+		if t.LimitKey != "" {
 			return true
 		}
 	}
