@@ -70,7 +70,7 @@ func TestLimitsPage(t *testing.T) {
 	status, body := s.get("/limits")
 	require.Equal(t, http.StatusOK, status, body)
 	require.Contains(t, body, `<a href="/limits" class="on">Limits</a>`)
-	require.Regexp(t, `^ mail.send paused since 5m\d*s? ago by ops 0 no maximum 1 1 smtp Resume… $`, rowOf(t, body, "mail.send"))
+	require.Regexp(t, `^ mail.send paused 5m\d*s? ago by ops 0 no maximum 1 1 smtp Resume… $`, rowOf(t, body, "mail.send"))
 	require.Equal(t, " img.resize active 2 / 2 3 3 tenants Pause… ", rowOf(t, body, "img.resize"))
 	require.Equal(t, " billing.charge active 1 no maximum 2 2 tenants Pause… ", rowOf(t, body, "billing.charge"))
 	require.Contains(t, body, `<td class="key">acme</td><td class="num">1</td><td class="num"><span class="bad">2</span></td>`)
@@ -155,7 +155,7 @@ func TestPauseAndResumeAType(t *testing.T) {
 	status, body := s.get("/limits?done=pause")
 	require.Equal(t, http.StatusOK, status, body)
 	require.Contains(t, body, "Type paused: executors claim none of its tasks until it is resumed.")
-	require.Regexp(t, `^ img.resize paused since .* 2 / 2 3 3 tenants Resume… $`, rowOf(t, body, "img.resize"))
+	require.Regexp(t, `^ img.resize paused .* 2 / 2 3 3 tenants Resume… $`, rowOf(t, body, "img.resize"))
 
 	// Paused already: refused, on the page it was posted from.
 	resp, body = s.post("/types/pause", form("img.resize", "overview", true))
