@@ -7,7 +7,8 @@ package query
 // executors from s, the row of Served, once per statement rather than for
 // each task: corotask.status, whose "unserved" reads the executors, cannot
 // be inlined by the planner, and called for each task of a count it costs
-// ten times as much. It reads corotask.now() from s too, once.
+// ten times as much. It reads corotask.now() and the types flow control
+// holds back (paused, held, full_keys) from s too, once.
 const Status = `(CASE
         WHEN t.outcome IS NOT NULL THEN t.outcome
         WHEN t.claim IS NOT NULL AND t.claim_expires_at < s.now THEN 'stale'
@@ -15,26 +16,9 @@ const Status = `(CASE
         WHEN t.wake_at IS NULL THEN 'suspended'
         WHEN t.wake_at > s.now AND t.failures > 0 THEN 'retrying'
         WHEN t.wake_at > s.now THEN 'sleeping'
-        WHEN EXISTS (SELECT 1 FROM corotask.type_controls c
-                     WHERE c.task_type = t.task_type AND c.paused_at IS NOT NULL) THEN 'paused'
+        WHEN t.task_type = ANY (s.paused) THEN 'paused'
         WHEN s.registered AND NOT t.task_type = ANY (s.types) THEN 'unserved'
-        WHEN EXISTS (SELECT 1 FROM corotask.type_controls c WHERE c.task_type = t.task_type AND (
-                 c.max_running IS NOT NULL AND c.max_running <= (SELECT count(*) FROM (
-                     SELECT 1 FROM corotask.tasks r
-                     WHERE r.task_type = c.task_type AND r.claim IS NOT NULL AND r.counted
-                       AND r.claim_expires_at >= s.now
-                     LIMIT c.max_running) n)
-                 OR t.limit_key IS NOT NULL AND EXISTS (
-                     SELECT 1 FROM corotask.key_limits k WHERE k.key_space = c.key_space
-                       AND k.max_running <= (SELECT count(*) FROM (
-                           SELECT 1 FROM corotask.tasks r
-                           JOIN corotask.type_controls rc ON rc.task_type = r.task_type AND rc.key_space = k.key_space
-                           WHERE r.limit_key = t.limit_key AND r.claim IS NOT NULL
-                             AND r.claim_expires_at >= s.now
-                           LIMIT k.max_running) n))
-                 OR EXISTS (
-                     SELECT 1 FROM corotask.rate_limits l WHERE l.name = c.rate_limit
-                       AND least(l.rate, l.tokens + l.rate * extract(epoch FROM s.now - l.refilled_at)
-                                                 / extract(epoch FROM l.per)) < 1))) THEN 'limited'
+        WHEN t.task_type = ANY (s.held) THEN 'limited'
+        WHEN (t.task_type, t.limit_key) = ANY (s.full_keys) THEN 'limited'
         ELSE 'ready'
     END)`

@@ -42,7 +42,8 @@ func TestStatusMatchesTheFunction(t *testing.T) {
 			// Flow control: a paused type, a type at its maximum, a key at
 			// its limit, a rate limit without a token.
 			`INSERT INTO corotask.tasks (task_id, task_type) VALUES (gen_random_uuid(), 'paused'), (gen_random_uuid(), 'held'), (gen_random_uuid(), 'dry')`,
-			`INSERT INTO corotask.tasks (task_id, task_type, limit_key) VALUES (gen_random_uuid(), 'served', 'k')`,
+			`INSERT INTO corotask.tasks (task_id, task_type, limit_key) VALUES (gen_random_uuid(), 'served', 'k'),
+				(gen_random_uuid(), 'served', 'other'), (gen_random_uuid(), 'held', 'k'), (gen_random_uuid(), 'gone', 'k')`,
 			`INSERT INTO corotask.tasks (task_id, task_type, wake_at) VALUES (gen_random_uuid(), 'served', now() + interval '1 hour')`,
 			`INSERT INTO corotask.tasks (task_id, task_type, wake_at, failures) VALUES (gen_random_uuid(), 'served', now() + interval '1 hour', 2)`,
 			`INSERT INTO corotask.tasks (task_id, task_type, wake_at) VALUES (gen_random_uuid(), 'served', NULL)`,
