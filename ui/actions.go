@@ -245,20 +245,7 @@ func (h *Handler) serveAction(a action) http.HandlerFunc {
 	taskRoute := h.pageRoutes()["/tasks/{id}"]
 	return func(w http.ResponseWriter, r *http.Request) {
 		v := h.newView(taskRoute)
-		if h.cfg.ReadOnly {
-			v.Error = "This UI is read-only: actions are turned off."
-			h.write(w, http.StatusForbidden, "error", v)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-		if err := r.ParseForm(); err != nil {
-			v.Error = "the form could not be read: " + err.Error()
-			h.write(w, http.StatusBadRequest, "error", v)
-			return
-		}
-		if err := h.checkOrigin(r); err != nil {
-			v.Error = err.Error()
-			h.write(w, http.StatusForbidden, "error", v)
+		if !h.acceptForm(w, r, v) {
 			return
 		}
 		id, err := parseTaskID(r)
@@ -316,6 +303,30 @@ func (h *Handler) serveAction(a action) http.HandlerFunc {
 		h.cfg.Logger.Info("ui: action", "action", a.name, "task", id)
 		http.Redirect(w, r, h.cfg.Prefix+"/tasks/"+id.String()+"?done="+a.name, http.StatusSeeOther)
 	}
+}
+
+// acceptForm reads the form of an action's POST, and says whether the
+// action may go on: when the UI is read-only, the form cannot be read, or
+// it does not come from a page of this handler (checkOrigin), it writes the
+// refusal, on an error page of view v, and says no.
+func (h *Handler) acceptForm(w http.ResponseWriter, r *http.Request, v *view) bool {
+	status := http.StatusOK
+	switch {
+	case h.cfg.ReadOnly:
+		status, v.Error = http.StatusForbidden, "This UI is read-only: actions are turned off."
+	default:
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil {
+			status, v.Error = http.StatusBadRequest, "the form could not be read: "+err.Error()
+		} else if err := h.checkOrigin(r); err != nil {
+			status, v.Error = http.StatusForbidden, err.Error()
+		}
+	}
+	if status == http.StatusOK {
+		return true
+	}
+	h.write(w, status, "error", v)
+	return false
 }
 
 // crossOrigin refuses requests that a browser made from another origin

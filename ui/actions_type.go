@@ -77,21 +77,7 @@ func (h *Handler) serveTypeAction(a typeAction) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		routes := h.pageRoutes()
 		back := "limits"
-		v := h.newView(routes[typeBack[back]])
-		if h.cfg.ReadOnly {
-			v.Error = "This UI is read-only: actions are turned off."
-			h.write(w, http.StatusForbidden, "error", v)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-		if err := r.ParseForm(); err != nil {
-			v.Error = "the form could not be read: " + err.Error()
-			h.write(w, http.StatusBadRequest, "error", v)
-			return
-		}
-		if err := h.checkOrigin(r); err != nil {
-			v.Error = err.Error()
-			h.write(w, http.StatusForbidden, "error", v)
+		if !h.acceptForm(w, r, h.newView(routes[typeBack[back]])) {
 			return
 		}
 		if b := r.PostFormValue("back"); typeBack[b] != "" {

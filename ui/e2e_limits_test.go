@@ -79,27 +79,7 @@ func TestBrowserLimits(t *testing.T) {
 			return os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
 		})
 	}
-	// until waits for a JavaScript expression to be true, through
-	// navigations.
-	until := func(expr string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			ctx, cancel := context.WithTimeout(ctx, testdb.Patience)
-			defer cancel()
-			tick := time.NewTicker(50 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				ok, err := chromedp.Evaluate[bool](expr)(ctx, tg)
-				if err == nil && ok {
-					return nil
-				}
-				select {
-				case <-ctx.Done():
-					return fmt.Errorf("waiting for %s: %w (last error: %v)", expr, ctx.Err(), err)
-				case <-tick.C:
-				}
-			}
-		})
-	}
+	until := untilTrue
 	// follow clicks the first element sel matches, in one step of the
 	// page's JavaScript (a live update may replace it), and waits for the
 	// page path to be loaded.
