@@ -423,3 +423,34 @@ func uuidText(t *testing.T, db *pgxpool.Pool, id tasks.ID) string {
 	require.NoError(t, db.QueryRow(context.Background(), `SELECT $1::uuid::text`, id).Scan(&s))
 	return s
 }
+
+// Concurrent takes never take more than the bucket holds: the clock stands
+// still, so exactly rate of them succeed.
+func TestAcquireConcurrently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := corotasktest.NewClock()
+	db := corotasktest.NewDB(t, corotasktest.WithClock(clock))
+	require.NoError(t, tasks.SetRateLimit(ctx, db, "api", 5, time.Hour, nil))
+	const takers = 12
+	took := make(chan bool, takers)
+	errs := make(chan error, takers)
+	for range takers {
+		go func() {
+			wait, err := tasks.Acquire(ctx, db, "api", 1)
+			errs <- err
+			took <- err == nil && wait == 0
+		}()
+	}
+	n := 0
+	for range takers {
+		require.NoError(t, <-errs)
+		if <-took {
+			n++
+		}
+	}
+	require.Equal(t, 5, n)
+	wait, err := tasks.Acquire(ctx, db, "api", 1)
+	require.NoError(t, err)
+	require.Equal(t, 12*time.Minute, wait, "empty: a token every 12 minutes")
+}

@@ -27,6 +27,9 @@ type executorJSON struct {
 	ExpiresAt   time.Time    `json:"expires_at"`
 	Stale       bool         `json:"stale"`
 	StoppedAt   *time.Time   `json:"stopped_at"`
+	// PausedTypes are those of its types that are paused (see 'corotask
+	// pause').
+	PausedTypes []tasks.Type `json:"paused_types"`
 }
 
 var executorsCmd = &command{
@@ -41,7 +44,9 @@ gracefully; one not seen for three heartbeat timeouts is stale (it died or
 stalled: its claims expire and other executors take its tasks over).
 Registrations are deleted after the executors' retention of ended tasks (7
 days by default), so that task histories name the executors that ran them.
-With --json, print a JSON array (see docs/cli.md).`,
+A type that is paused (see 'corotask pause') is marked "(paused)": no
+executor claims its tasks. With --json, print a JSON array (see
+docs/cli.md).`,
 	example: `corotask executors`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		asJSON := fs.Bool("json", false, "print JSON")
@@ -51,10 +56,17 @@ With --json, print a JSON array (see docs/cli.md).`,
 			}
 			var all []tasks.Executor
 			var now time.Time
+			paused := map[tasks.Type]bool{}
 			err := a.readSnapshot(ctx, func(tx pgx.Tx, txNow time.Time) error {
 				now = txNow
 				var err error
-				all, err = tasks.Executors(ctx, tx)
+				if all, err = tasks.Executors(ctx, tx); err != nil {
+					return err
+				}
+				c, err := tasks.Controls(ctx, tx)
+				for _, t := range c.Types {
+					paused[t.Type] = t.Paused()
+				}
 				return err
 			})
 			if err != nil {
@@ -63,9 +75,15 @@ With --json, print a JSON array (see docs/cli.md).`,
 			if *asJSON {
 				out := make([]executorJSON, 0, len(all))
 				for _, x := range all {
-					out = append(out, executorJSON{ID: x.ID, Host: x.Host, PID: x.PID, Version: x.Version, Types: x.Types,
+					j := executorJSON{ID: x.ID, Host: x.Host, PID: x.PID, Version: x.Version, Types: x.Types,
 						Concurrency: x.Concurrency, Claims: x.Claims, StartedAt: x.StartedAt, LastSeen: x.LastSeen,
-						ExpiresAt: x.ExpiresAt, Stale: x.Stale, StoppedAt: x.StoppedAt})
+						ExpiresAt: x.ExpiresAt, Stale: x.Stale, StoppedAt: x.StoppedAt, PausedTypes: []tasks.Type{}}
+					for _, t := range x.Types {
+						if paused[t] {
+							j.PausedTypes = append(j.PausedTypes, t)
+						}
+					}
+					out = append(out, j)
 				}
 				return writeJSON(a.stdout, out)
 			}
@@ -86,6 +104,9 @@ With --json, print a JSON array (see docs/cli.md).`,
 				types := make([]string, len(x.Types))
 				for i, t := range x.Types {
 					types[i] = oneLine(string(t))
+					if paused[t] {
+						types[i] += " (paused)"
+					}
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", x.ID, oneLine(x.Host), x.PID, oneLine(x.Version),
 					state, x.Claims, x.Concurrency, relative(&x.StartedAt, now), relative(&x.LastSeen, now), strings.Join(types, ","))

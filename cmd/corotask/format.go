@@ -22,6 +22,8 @@ type taskJSON struct {
 	ID           tasks.ID        `json:"id"`
 	Type         tasks.Type      `json:"type"`
 	Key          *string         `json:"key"` // null when the task has none
+	Priority     int             `json:"priority"`
+	LimitKey     *string         `json:"limit_key"` // null when the task has none
 	Status       tasks.Status    `json:"status"`
 	Parent       tasks.ID        `json:"parent"` // the zero ID encodes as null
 	WakeAt       *time.Time      `json:"wake_at"`
@@ -52,6 +54,7 @@ func toJSON(t *tasks.Task) taskJSON {
 		State: t.State, Result: t.Result,
 		Attempts: t.Attempts, ClaimedBy: t.ClaimedBy, ClaimedAt: t.ClaimedAt, UpdatedAt: t.UpdatedAt,
 		LiveChildren: t.LiveChildren, AwaitingChildren: t.AwaitingChildren,
+		Priority: t.Priority, LimitKey: optional(t.LimitKey),
 	}
 	if t.Key != "" {
 		j.Key = &t.Key

@@ -18,14 +18,16 @@ import (
 var lsCmd = &command{
 	name:    "ls",
 	summary: "list tasks",
-	help: `List tasks, newest first: ID, type, key (when a task listed has one), status, when the task was created and
-last updated (claimed, polled, acted on or ended), when it wants its next
-poll (WAKE), the age of its executor's heartbeat when it is running, the
-messages in its inbox and in inbox_next (NEXT), and its consecutive failures.
---failing lists the tasks whose last poll failed and those that failed for
-good. With --json, print a JSON array of task objects instead (see
-docs/cli.md). At most --limit tasks are listed; pass the last ID to --before
-for the next page.`,
+	help: `List tasks, newest first: ID, type, key (when a task listed has one),
+priority (when a task listed has one above 0), limit key (when a task listed
+has one: its key in its type's key space, see 'corotask limit'), status,
+when the task was created and last updated (claimed, polled, acted on or
+ended), when it wants its next poll (WAKE), the age of its executor's
+heartbeat when it is running, the messages in its inbox and in inbox_next
+(NEXT), and its consecutive failures. --failing lists the tasks whose last
+poll failed and those that failed for good. With --json, print a JSON array
+of task objects instead (see docs/cli.md). At most --limit tasks are
+listed; pass the last ID to --before for the next page.`,
 	example: `corotask ls --status suspended --type orders.checkout
 corotask ls --failing
 corotask ls --key order-42
@@ -93,22 +95,26 @@ corotask ls --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --json`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			// The KEY column is there when a task listed has a key.
-			keyed := slices.ContainsFunc(list, func(t *tasks.Task) bool { return t.Key != "" })
-			keyCell := func(t *tasks.Task) string {
-				if !keyed {
-					return ""
+			// The KEY, PRIORITY and LIMIT_KEY columns are there when a
+			// task listed has a key, a priority above 0, a limit key.
+			var extra []lsColumn
+			for _, c := range lsOptionalColumns {
+				if slices.ContainsFunc(list, c.shown) {
+					extra = append(extra, c)
 				}
-				return cmp.Or(oneLine(t.Key), "-") + "\t"
 			}
-			if keyed {
-				fmt.Fprintln(tw, "ID\tTYPE\tKEY\tSTATUS\tCREATED\tUPDATED\tWAKE\tHEARTBEAT\tINBOX\tNEXT\tFAILURES")
-			} else {
-				fmt.Fprintln(tw, "ID\tTYPE\tSTATUS\tCREATED\tUPDATED\tWAKE\tHEARTBEAT\tINBOX\tNEXT\tFAILURES")
+			header := "ID\tTYPE\t"
+			for _, c := range extra {
+				header += c.name + "\t"
 			}
+			fmt.Fprintln(tw, header+"STATUS\tCREATED\tUPDATED\tWAKE\tHEARTBEAT\tINBOX\tNEXT\tFAILURES")
 			for _, t := range list {
 				hb := &t.Heartbeat
-				fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", t.ID, oneLine(string(t.Type)), keyCell(t), oneLine(string(t.Status)),
+				cells := ""
+				for _, c := range extra {
+					cells += c.cell(t) + "\t"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", t.ID, oneLine(string(t.Type)), cells, oneLine(string(t.Status)),
 					relative(&t.CreatedAt, now), relative(&t.UpdatedAt, now),
 					relative(t.WakeAt, now), relative(hb, now), t.InboxLen, t.InboxNextLen, t.Failures)
 			}
@@ -121,4 +127,24 @@ corotask ls --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --json`,
 			return nil
 		}
 	},
+}
+
+// lsColumn is a column ls shows when a task listed has something to say
+// in it: shown says whether t does, cell is its cell.
+type lsColumn struct {
+	name  string
+	shown func(t *tasks.Task) bool
+	cell  func(t *tasks.Task) string
+}
+
+// lsOptionalColumns are ls's optional columns, in order. A column of
+// priorities full of 0s, or of limit keys full of dashes, says nothing:
+// most tasks have neither.
+var lsOptionalColumns = []lsColumn{
+	{"KEY", func(t *tasks.Task) bool { return t.Key != "" },
+		func(t *tasks.Task) string { return cmp.Or(oneLine(t.Key), "-") }},
+	{"PRIORITY", func(t *tasks.Task) bool { return t.Priority > 0 },
+		func(t *tasks.Task) string { return strconv.Itoa(t.Priority) }},
+	{"LIMIT_KEY", func(t *tasks.Task) bool { return t.LimitKey != "" },
+		func(t *tasks.Task) string { return cmp.Or(oneLine(t.LimitKey), "-") }},
 }

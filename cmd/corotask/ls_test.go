@@ -69,7 +69,7 @@ func TestLs(t *testing.T) {
 	require.Len(t, list, 4)
 	fields := []string{"id", "type", "status", "parent", "wake_at", "heartbeat", "inbox_len", "inbox_next_len",
 		"failures", "last_error", "created_at", "done_at", "state", "result", "attempts", "claimed_by", "claimed_at", "updated_at",
-		"live_children", "awaiting_children", "key"}
+		"live_children", "awaiting_children", "key", "priority", "limit_key"}
 	slices.Reverse(list) // oldest first, as created
 	for _, m := range list {
 		require.Len(t, m, len(fields), "%v", m)

@@ -40,13 +40,14 @@ var showCmd = &command{
 	name:    "show",
 	args:    taskRefArgs,
 	summary: "show everything about one task",
-	help: `Show everything about task TASK: its type, status and parent, its state as
-indented JSON, the messages in its inbox and inbox_next with when each was
-sent, the executor holding it and the age of its heartbeat, its failures and
-last error, its result, how many children it has in each status, and the
-last 5 entries of its history (see 'corotask history'). With --json, print
-one JSON object (see docs/cli.md). With --type and --key instead of TASK,
-show the live task of that type with that key.`,
+	help: `Show everything about task TASK: its type, status, priority, limit key
+(when it has one) and parent, its state as indented JSON, the messages in its
+inbox and inbox_next with when each was sent, the executor holding it and
+the age of its heartbeat, its failures and last error, its result, how many
+children it has in each status, and the last 5 entries of its history (see
+'corotask history'). With --json, print one JSON object (see docs/cli.md).
+With --type and --key instead of TASK, show the live task of that type with
+that key.`,
 	example: `corotask show 01JD7X3M5Q8R9S2T4V6W8Y0Z1A
 corotask show --type orders.checkout --key order-42
 corotask show --json 01JD7X3M5Q8R9S2T4V6W8Y0Z1A | jq .state`,
@@ -150,6 +151,10 @@ func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []ta
 		row("key", t.Key)
 	}
 	row("status", string(t.Status))
+	row("priority", fmt.Sprint(t.Priority))
+	if t.LimitKey != "" {
+		row("limit_key", t.LimitKey)
+	}
 	row("parent", idOrDash(t.Parent))
 	row("created", timestamp(&t.CreatedAt, now))
 	row("updated", timestamp(&t.UpdatedAt, now))

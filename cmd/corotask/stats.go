@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5"
@@ -17,6 +20,13 @@ type statsJSON struct {
 	Type           tasks.Type     `json:"type"`
 	Counts         map[string]int `json:"counts"` // every status present
 	OldestReadySec float64        `json:"oldest_ready_sec"`
+	// The type's controls (see 'corotask limit'): whether it is paused, its
+	// maximum of running polls (null: none) and the polls counted toward
+	// it, and its ready tasks that the controls hold back.
+	Paused          bool `json:"paused"`
+	MaxRunning      *int `json:"max_running"`
+	RunningCounted  int  `json:"running_counted"`
+	WaitingOnLimits int  `json:"waiting_on_limits"`
 }
 
 var statsCmd = &command{
@@ -24,9 +34,11 @@ var statsCmd = &command{
 	summary: "count tasks by type and status",
 	help: `Count the tasks of each type in each status, and say how long the oldest
 ready task of each type has been due (OLDEST_READY: the lag an autoscaler
-reads; unserved tasks count as ready). It reads every task, ended ones
-included, so it costs a scan of the table. With --json, print a JSON array
-(see docs/cli.md).`,
+reads; unserved tasks count as ready). CONTROLS says what flow control does
+to the type (see 'corotask limit'): paused, the polls running out of its
+maximum (running 2/5), and how many ready tasks the controls hold back
+(waiting). It reads every task, ended ones included, so it costs a scan of
+the table. With --json, print a JSON array (see docs/cli.md).`,
 	example: `corotask stats
 corotask stats --json | jq '.[] | select(.oldest_ready_sec > 60) | .type'`,
 	flags: func(fs *flag.FlagSet) runFunc {
@@ -36,18 +48,29 @@ corotask stats --json | jq '.[] | select(.oldest_ready_sec > 60) | .type'`,
 				return err
 			}
 			var all []tasks.TypeStats
+			var controls tasks.FlowControls
 			err := a.withConn(ctx, func(conn *pgx.Conn) error {
 				var err error
-				all, err = tasks.Stats(ctx, conn)
+				if all, err = tasks.Stats(ctx, conn); err != nil {
+					return err
+				}
+				controls, err = tasks.Controls(ctx, conn)
 				return err
 			})
 			if err != nil {
 				return err
 			}
+			all = withControlledTypes(all, controls)
 			if *asJSON {
 				out := make([]statsJSON, 0, len(all))
 				for _, s := range all {
 					j := statsJSON{Type: s.Type, Counts: map[string]int{}, OldestReadySec: s.OldestReady.Seconds()}
+					if c, ok := controls.Type(s.Type); ok {
+						j.Paused, j.RunningCounted, j.WaitingOnLimits = c.Paused(), c.Running, c.Waiting
+						if c.MaxRunning > 0 {
+							j.MaxRunning = &c.MaxRunning
+						}
+					}
 					for _, st := range tasks.Statuses {
 						j.Counts[string(st)] = s.Counts[st]
 					}
@@ -64,7 +87,7 @@ corotask stats --json | jq '.[] | select(.oldest_ready_sec > 60) | .type'`,
 			for _, st := range tasks.Statuses {
 				fmt.Fprintf(tw, "%s\t", upper(string(st)))
 			}
-			fmt.Fprintln(tw, "OLDEST_READY")
+			fmt.Fprintln(tw, "OLDEST_READY\tCONTROLS")
 			for _, s := range all {
 				fmt.Fprintf(tw, "%s\t", oneLine(string(s.Type)))
 				for _, st := range tasks.Statuses {
@@ -74,7 +97,7 @@ corotask stats --json | jq '.[] | select(.oldest_ready_sec > 60) | .type'`,
 				if s.OldestReady > 0 {
 					oldest = humantime.Duration(s.OldestReady)
 				}
-				fmt.Fprintln(tw, oldest)
+				fmt.Fprintf(tw, "%s\t%s\n", oldest, controlsCell(controls, s.Type))
 			}
 			return tw.Flush()
 		}
@@ -89,4 +112,44 @@ func upper(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// withControlledTypes adds to all, sorted by type, the types that have
+// controls and no task.
+func withControlledTypes(all []tasks.TypeStats, c tasks.FlowControls) []tasks.TypeStats {
+	has := map[tasks.Type]bool{}
+	for _, s := range all {
+		has[s.Type] = true
+	}
+	for _, t := range c.Types {
+		if !has[t.Type] {
+			all = append(all, tasks.TypeStats{Type: t.Type, Counts: map[tasks.Status]int{}})
+		}
+	}
+	slices.SortFunc(all, func(a, b tasks.TypeStats) int { return cmp.Compare(a.Type, b.Type) })
+	return all
+}
+
+// controlsCell says what flow control does to typ: "paused, running 2/5,
+// 3 waiting", or "-".
+func controlsCell(c tasks.FlowControls, typ tasks.Type) string {
+	t, ok := c.Type(typ)
+	if !ok {
+		return "-"
+	}
+	var parts []string
+	if t.Paused() {
+		parts = append(parts, "paused")
+	}
+	if t.MaxRunning > 0 {
+		parts = append(parts, fmt.Sprintf("running %d/%d", t.Running, t.MaxRunning))
+	}
+	if t.KeySpace != "" {
+		parts = append(parts, "key space "+oneLine(t.KeySpace))
+	}
+	if t.RateLimit != "" {
+		parts = append(parts, "rate limit "+oneLine(t.RateLimit))
+	}
+	parts = append(parts, fmt.Sprintf("%d waiting", t.Waiting))
+	return strings.Join(parts, ", ")
 }

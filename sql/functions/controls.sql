@@ -87,7 +87,7 @@ BEGIN
     END IF;
     RAISE EXCEPTION 'corotask: unknown task type "%"', p_type
         USING ERRCODE = 'CT4T4',
-              HINT = 'no executor registered it and no task has it: check its spelling, or allow a new type';
+              HINT = 'no executor registered it and no task has it: check its spelling';
 END
 $$;
 
@@ -337,27 +337,33 @@ BEGIN
 END
 $$;
 
--- acquire_tokens takes p_n tokens from the rate limit p_name, under the
--- lock of its row, after refilling it to corotask.now(): it returns 0 when
--- it took them, else it takes none and returns how long until p_n tokens
--- would be there (rounded up to the microsecond), if nobody takes any
--- meanwhile. It raises CT4R4 for an unknown limit, 22023 for p_n below 1 or
--- above the limit's rate (the bucket never holds more). Takes are not
--- recorded in control_history: they are no change of a control.
+-- acquire_tokens takes p_n tokens from the rate limit p_name, after
+-- refilling its bucket to corotask.now(), in one UPDATE of its row (which
+-- waits for a concurrent take, then checks the bucket again): it returns 0
+-- when it took them, else it takes none, writes nothing, and returns how
+-- long until p_n tokens would be there (rounded up to the microsecond) if
+-- nobody took any meanwhile. It raises CT4R4 for an unknown limit, 22023 for
+-- p_n below 1 or above the limit's rate (the bucket never holds more).
+-- Takes are not recorded in control_history: they change no control.
 CREATE OR REPLACE FUNCTION corotask.acquire_tokens(p_name text, p_n integer)
 RETURNS interval
 LANGUAGE plpgsql SET search_path = '' AS $$
 DECLARE
     r corotask.rate_limits;
     now_at timestamptz := corotask.now();
-    have float8;
 BEGIN
     PERFORM corotask.control_name(p_name, 'rate limit');
     IF p_n IS NULL OR p_n < 1 THEN
         RAISE EXCEPTION 'corotask: take % tokens of rate limit "%": at least 1', coalesce(p_n::text, 'NULL'), p_name
             USING ERRCODE = '22023';
     END IF;
-    SELECT * INTO r FROM corotask.rate_limits WHERE name = p_name FOR UPDATE;
+    UPDATE corotask.rate_limits b
+    SET tokens = corotask.rate_limit_tokens(b, now_at) - p_n, refilled_at = GREATEST(b.refilled_at, now_at)
+    WHERE b.name = p_name AND b.rate >= p_n AND corotask.rate_limit_tokens(b, now_at) >= p_n;
+    IF FOUND THEN
+        RETURN interval '0';
+    END IF;
+    SELECT * INTO r FROM corotask.rate_limits WHERE name = p_name;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'corotask: no rate limit "%"', p_name USING ERRCODE = 'CT4R4';
     END IF;
@@ -365,14 +371,8 @@ BEGIN
         RAISE EXCEPTION 'corotask: take % tokens of rate limit "%": more than its rate, %', p_n, p_name, r.rate
             USING ERRCODE = '22023', HINT = 'its bucket never holds more than its rate';
     END IF;
-    have := corotask.rate_limit_tokens(r, now_at);
-    IF have < p_n THEN
-        RETURN pg_catalog.ceil((p_n - have) * extract(epoch FROM r.per)::float8 * 1e6 / r.rate)
-               * interval '1 microsecond';
-    END IF;
-    UPDATE corotask.rate_limits SET tokens = have - p_n, refilled_at = GREATEST(r.refilled_at, now_at)
-    WHERE name = p_name;
-    RETURN interval '0';
+    RETURN pg_catalog.ceil((p_n - corotask.rate_limit_tokens(r, now_at)) * extract(epoch FROM r.per)::float8 * 1e6 / r.rate)
+           * interval '1 microsecond';
 END
 $$;
 
