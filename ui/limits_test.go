@@ -191,3 +191,18 @@ func TestPauseAndResumeAType(t *testing.T) {
 	paused, _ = s.pausedBy("img.resize")
 	require.False(t, paused)
 }
+
+// The executors page marks the paused types among those an executor
+// serves.
+func TestExecutorsMarkPausedTypes(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ui.Config{})
+	s.exec(`INSERT INTO corotask.executors (executor_id, host, pid, version, task_types, concurrency, expires_at)
+		VALUES (gen_random_uuid(), 'h', 1, 'v', '{mail.send,img.resize}', 4, now() + interval '1 hour')`)
+	s.create(tasks.Spec{Type: "mail.send"})
+	require.NoError(t, tasks.Pause(context.Background(), s.pool, "mail.send"))
+	status, body := s.get("/executors")
+	require.Equal(t, http.StatusOK, status, body)
+	require.Regexp(t, `<a href="/tasks\?type=mail.send">mail.send</a> <a href="/limits" class="badge paused" title="paused since [^"]+">paused</a>, `+
+		`<a href="/tasks\?type=img.resize">img.resize</a></td>`, body)
+}

@@ -80,9 +80,11 @@ var funcs = template.FuncMap{
 	"msgsOf": func(v *view, msgs []message, task tasks.ID, drop bool) msgsView {
 		return msgsView{V: v, Msgs: msgs, Task: task, Drop: drop}
 	},
-	"execsOf": func(v *view, execs []tasks.Executor) execsView { return execsView{V: v, Execs: execs} },
-	"nodeOf":  func(v *view, n *treeNode) nodeView { return nodeView{V: v, N: n} },
-	"fanin":   fanIn,
+	"execsOf": func(v *view, execs []tasks.Executor, paused map[string]pausedType) execsView {
+		return execsView{V: v, Execs: execs, Paused: paused}
+	},
+	"nodeOf": func(v *view, n *treeNode) nodeView { return nodeView{V: v, N: n} },
+	"fanin":  fanIn,
 	"typeForm": func(v *view, typ string, paused bool, back string) typeForm {
 		return typeForm{V: v, Type: typ, Paused: paused, Back: back}
 	},
@@ -202,8 +204,9 @@ type msgsView struct {
 
 // execsView is what the "executors" template gets.
 type execsView struct {
-	V     *view
-	Execs []tasks.Executor
+	V      *view
+	Execs  []tasks.Executor
+	Paused map[string]pausedType // the paused types, marked among those served
 }
 
 // nodeView is what the "node" template (one task of a tree) gets.
