@@ -70,7 +70,7 @@ func TestLimitsPage(t *testing.T) {
 	status, body := s.get("/limits")
 	require.Equal(t, http.StatusOK, status, body)
 	require.Contains(t, body, `<a href="/limits" class="on">Limits</a>`)
-	require.Regexp(t, `^ mail.send paused 5m\d*s? ago by ops 0 no maximum 1 1 smtp Resume… $`, rowOf(t, body, "mail.send"))
+	require.Regexp(t, `^ mail.send paused by ops, 5m\d*s? ago 0 no maximum 1 1 smtp Resume… $`, rowOf(t, body, "mail.send"))
 	require.Equal(t, " img.resize active 2 / 2 3 3 tenants Pause… ", rowOf(t, body, "img.resize"))
 	require.Equal(t, " billing.charge active 1 no maximum 2 2 tenants Pause… ", rowOf(t, body, "billing.charge"))
 	require.Contains(t, body, `<td class="key">acme</td><td class="num">1</td><td class="num"><span class="bad">2</span></td>`)
