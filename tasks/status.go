@@ -15,6 +15,16 @@ const (
 	// have registered in the database: where none has (tasks polled only
 	// through PollOnce), ready tasks are StatusReady.
 	StatusUnserved Status = "unserved"
+	// StatusPaused: ready, but its type is paused (see Pause): no executor
+	// claims it until the type is resumed. A pause comes before
+	// StatusUnserved: it is why nothing claims the task.
+	StatusPaused Status = "paused"
+	// StatusLimited: ready and served, but held back by its type's flow
+	// control: the type runs its fleet-wide maximum (SetMaxRunning), the
+	// task's limit key runs its key space's maximum (SetKeyLimit), or the
+	// type's rate limit has no whole token left (SetRateLimit). A claim
+	// takes it once a slot or a token frees.
+	StatusLimited Status = "limited"
 	// StatusSleeping: wake_at is in the future, as the task's last poll asked.
 	StatusSleeping Status = "sleeping"
 	// StatusRetrying: the task's last poll failed (Failures > 0) and it waits out
@@ -38,7 +48,7 @@ const (
 )
 
 // Statuses lists every status, in the order of a task's life.
-var Statuses = []Status{StatusReady, StatusUnserved, StatusSleeping, StatusRetrying, StatusSuspended, StatusRunning, StatusStale, StatusDone, StatusFailed, StatusCanceled}
+var Statuses = []Status{StatusReady, StatusPaused, StatusLimited, StatusUnserved, StatusSleeping, StatusRetrying, StatusSuspended, StatusRunning, StatusStale, StatusDone, StatusFailed, StatusCanceled}
 
 // Ended reports whether s is a final status: done, failed or canceled.
 func (s Status) Ended() bool { return s == StatusDone || s == StatusFailed || s == StatusCanceled }

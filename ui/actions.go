@@ -228,10 +228,12 @@ func doSend(ctx context.Context, h *Handler, r *http.Request, id tasks.ID) error
 
 // confirmation is the confirmation page's data.
 type confirmation struct {
-	Action   string
-	Task     *tasks.Task
-	Question string
-	Fields   map[string]string // the form's fields, posted again
+	Action string
+	// Post is where the form is posted again; Back the page its "no"
+	// returns to, and BackText that link's text.
+	Post, Back, BackText string
+	Question             string
+	Fields               map[string]string // the form's fields, posted again
 }
 
 // serveAction serves the POST of an action's form. The form is checked
@@ -243,20 +245,7 @@ func (h *Handler) serveAction(a action) http.HandlerFunc {
 	taskRoute := h.pageRoutes()["/tasks/{id}"]
 	return func(w http.ResponseWriter, r *http.Request) {
 		v := h.newView(taskRoute)
-		if h.cfg.ReadOnly {
-			v.Error = "This UI is read-only: actions are turned off."
-			h.write(w, http.StatusForbidden, "error", v)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-		if err := r.ParseForm(); err != nil {
-			v.Error = "the form could not be read: " + err.Error()
-			h.write(w, http.StatusBadRequest, "error", v)
-			return
-		}
-		if err := h.checkOrigin(r); err != nil {
-			v.Error = err.Error()
-			h.write(w, http.StatusForbidden, "error", v)
+		if !h.acceptForm(w, r, v) {
 			return
 		}
 		id, err := parseTaskID(r)
@@ -301,7 +290,9 @@ func (h *Handler) serveAction(a action) http.HandlerFunc {
 				}
 			}
 			v.Title = "Confirm · corotask"
-			v.P = &confirmation{Action: a.name, Task: t, Question: question, Fields: fields}
+			task := h.cfg.Prefix + "/tasks/" + id.String()
+			v.P = &confirmation{Action: a.name, Post: task + "/" + a.name, Back: task, BackText: "No, back to the task",
+				Question: question, Fields: fields}
 			h.write(w, http.StatusOK, "confirm", v)
 			return
 		}
@@ -312,6 +303,30 @@ func (h *Handler) serveAction(a action) http.HandlerFunc {
 		h.cfg.Logger.Info("ui: action", "action", a.name, "task", id)
 		http.Redirect(w, r, h.cfg.Prefix+"/tasks/"+id.String()+"?done="+a.name, http.StatusSeeOther)
 	}
+}
+
+// acceptForm reads the form of an action's POST, and says whether the
+// action may go on: when the UI is read-only, the form cannot be read, or
+// it does not come from a page of this handler (checkOrigin), it writes the
+// refusal, on an error page of view v, and says no.
+func (h *Handler) acceptForm(w http.ResponseWriter, r *http.Request, v *view) bool {
+	status := http.StatusOK
+	switch {
+	case h.cfg.ReadOnly:
+		status, v.Error = http.StatusForbidden, "This UI is read-only: actions are turned off."
+	default:
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil {
+			status, v.Error = http.StatusBadRequest, "the form could not be read: "+err.Error()
+		} else if err := h.checkOrigin(r); err != nil {
+			status, v.Error = http.StatusForbidden, err.Error()
+		}
+	}
+	if status == http.StatusOK {
+		return true
+	}
+	h.write(w, status, "error", v)
+	return false
 }
 
 // crossOrigin refuses requests that a browser made from another origin

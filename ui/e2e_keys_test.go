@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -47,27 +46,7 @@ func TestBrowserKeySearch(t *testing.T) {
 		wake_at = now() + interval '30 seconds' WHERE task_id = $1`, want[1])
 	require.NoError(t, err)
 
-	// until waits for a JavaScript expression to be true, through the
-	// navigation the form's submission makes.
-	until := func(expr string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			ctx, cancel := context.WithTimeout(ctx, testdb.Patience)
-			defer cancel()
-			tick := time.NewTicker(50 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				ok, err := chromedp.Evaluate[bool](expr)(ctx, tg)
-				if err == nil && ok {
-					return nil
-				}
-				select {
-				case <-ctx.Done():
-					return fmt.Errorf("waiting for %s: %w (last error: %v)", expr, ctx.Err(), err)
-				case <-tick.C:
-				}
-			}
-		})
-	}
+	until := untilTrue
 	shot := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		if !*screenshots {
 			return nil

@@ -227,28 +227,7 @@ func TestBrowser(t *testing.T) {
 			return err
 		})
 	}
-	// until waits for a JavaScript expression to be true. It reads it again
-	// every 50ms, through navigations (while one is under way, the page has
-	// no context to evaluate in).
-	until := func(expr string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			ctx, cancel := context.WithTimeout(ctx, testdb.Patience)
-			defer cancel()
-			tick := time.NewTicker(50 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				ok, err := chromedp.Evaluate[bool](expr)(ctx, tg)
-				if err == nil && ok {
-					return nil
-				}
-				select {
-				case <-ctx.Done():
-					return fmt.Errorf("waiting for %s: %w (last error: %v)", expr, ctx.Err(), err)
-				case <-tick.C:
-				}
-			}
-		})
-	}
+	until := untilTrue // see e2e_until_test.go
 	// click clicks the first element sel matches, once there is one, in one
 	// step of the page's JavaScript: a live update may replace the element
 	// between a lookup and a click of the mouse.

@@ -108,6 +108,9 @@ func (h *Handler) routes() {
 	for _, a := range h.actions() {
 		h.mux.HandleFunc("POST "+p+"/tasks/{id}/"+a.name, h.serveAction(a))
 	}
+	for _, a := range h.typeActions() {
+		h.mux.HandleFunc("POST "+p+"/types/"+a.name, h.serveTypeAction(a))
+	}
 }
 
 // ServeHTTP serves a page, an action, the live updates or an asset.

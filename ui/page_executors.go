@@ -15,6 +15,8 @@ type executorsPage struct {
 	Live, Gone []tasks.Executor
 	// Unserved are the types of ready tasks that no live executor serves.
 	Unserved []string
+	// Paused are the paused types, by name.
+	Paused map[string]pausedType
 }
 
 func loadExecutors(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v *view) error {
@@ -32,6 +34,9 @@ func loadExecutors(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, 
 	}
 	slices.Reverse(p.Gone) // the latest first
 	if p.Unserved, err = unservedTypes(ctx, tx); err != nil {
+		return err
+	}
+	if p.Paused, err = pausedTypes(ctx, tx); err != nil {
 		return err
 	}
 	v.Title, v.P = "Executors · corotask", p

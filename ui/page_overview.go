@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -23,6 +24,9 @@ type overview struct {
 	Estimated bool
 	// Unserved are the types of ready tasks that no live executor serves.
 	Unserved []string
+	// Paused are the paused types, by name: the overview marks them, and
+	// offers to resume them.
+	Paused map[string]pausedType
 	// Executors is how many executors are live, and Slots their summed
 	// concurrency; Claims how many tasks they hold.
 	Executors, Slots, Claims int
@@ -35,6 +39,20 @@ func (o *overview) Count(typ string, status tasks.Status) count {
 	}
 	return o.Counts[typ][string(status)]
 }
+
+// PausedAt returns since when type typ is paused; nil when it is not.
+func (o *overview) PausedAt(typ string) *time.Time {
+	if p, ok := o.Paused[typ]; ok {
+		return p.At
+	}
+	return nil
+}
+
+// IsPaused says whether type typ is paused.
+func (o *overview) IsPaused(typ string) bool { return o.PausedAt(typ) != nil }
+
+// PausedBy returns the role that paused type typ.
+func (o *overview) PausedBy(typ string) string { return o.Paused[typ].By }
 
 func loadOverview(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v *view) error {
 	rows, err := tableRows(ctx, tx)
@@ -78,6 +96,9 @@ func loadOverview(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v
 		return err
 	}
 	if o.Unserved, err = unservedTypes(ctx, tx); err != nil {
+		return err
+	}
+	if o.Paused, err = pausedTypes(ctx, tx); err != nil {
 		return err
 	}
 	if o.Executors, o.Slots, o.Claims, err = liveExecutors(ctx, tx); err != nil {

@@ -58,6 +58,8 @@ type taskPage struct {
 	// Holder is the executor holding the task's claim; nil when none does
 	// (or it is not registered).
 	Holder *executorInfo
+	// Flow is what the controls of the task's type are.
+	Flow typeFlow
 	// SendBody is the message typed in the send form, kept when it was
 	// refused.
 	SendBody string
@@ -135,6 +137,9 @@ func loadTask(ctx context.Context, h *Handler, r *http.Request, tx pgx.Tx, v *vi
 		return err
 	}
 	p := &taskPage{T: t, Inbox: decodeMessages(t.Inbox), InboxNext: decodeMessages(t.InboxNext)}
+	if p.Flow, err = readTypeFlow(ctx, tx, t.Type); err != nil {
+		return err
+	}
 	if p.Children, p.ChildCounts, err = childList(ctx, tx, id, maxChildren); err != nil {
 		return err
 	}

@@ -28,13 +28,15 @@ type taskRow struct {
 	CreatedAt    time.Time
 	DoneAt       *time.Time
 	Key          string // empty when the task has none
+	Priority     int    // claim order: the higher first (0 is the default)
+	LimitKey     string // the key its type's key space counts; empty when none
 }
 
 // scanRow reads a task of a list, whose columns are query.RowColumns.
 func scanRow(r pgx.CollectableRow) (taskRow, error) {
 	var t taskRow
 	err := r.Scan(&t.ID, &t.Parent, &t.Type, &t.Status, &t.WakeAt, &t.Heartbeat, &t.InboxLen,
-		&t.InboxNextLen, &t.Failures, &t.LastError, &t.CreatedAt, &t.DoneAt, &t.Key)
+		&t.InboxNextLen, &t.Failures, &t.LastError, &t.CreatedAt, &t.DoneAt, &t.Key, &t.Priority, &t.LimitKey)
 	return t, err
 }
 
@@ -163,7 +165,7 @@ func loadTreeNodes(ctx context.Context, db tasks.DB, root tasks.ID, limit int) (
 		var n treeNode
 		t := &n.taskRow
 		err := r.Scan(&t.ID, &t.Parent, &t.Type, &t.Status, &t.WakeAt, &t.Heartbeat, &t.InboxLen,
-			&t.InboxNextLen, &t.Failures, &t.LastError, &t.CreatedAt, &t.DoneAt, &t.Key, &n.Depth)
+			&t.InboxNextLen, &t.Failures, &t.LastError, &t.CreatedAt, &t.DoneAt, &t.Key, &t.Priority, &t.LimitKey, &n.Depth)
 		return &n, err
 	})
 	if err != nil {

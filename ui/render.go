@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/corotask/corotask/tasks"
@@ -78,9 +80,25 @@ var funcs = template.FuncMap{
 	"msgsOf": func(v *view, msgs []message, task tasks.ID, drop bool) msgsView {
 		return msgsView{V: v, Msgs: msgs, Task: task, Drop: drop}
 	},
-	"execsOf": func(v *view, execs []tasks.Executor) execsView { return execsView{V: v, Execs: execs} },
-	"nodeOf":  func(v *view, n *treeNode) nodeView { return nodeView{V: v, N: n} },
-	"fanin":   fanIn,
+	"execsOf": func(v *view, execs []tasks.Executor, paused map[string]pausedType) execsView {
+		return execsView{V: v, Execs: execs, Paused: paused}
+	},
+	"nodeOf": func(v *view, n *treeNode) nodeView { return nodeView{V: v, N: n} },
+	"fanin":  fanIn,
+	"typeForm": func(v *view, typ string, paused bool, back string) typeForm {
+		return typeForm{V: v, Type: typ, Paused: paused, Back: back}
+	},
+	"int64":  func(n int) int64 { return int64(n) },
+	"tokens": func(f float64) string { return strconv.FormatFloat(math.Floor(f*10)/10, 'f', 1, 64) },
+}
+
+// typeForm is what the "typeAction" template (the pause or resume button
+// of a type) gets: Back names the page to return to (see typeBack).
+type typeForm struct {
+	V      *view
+	Type   string
+	Paused bool
+	Back   string
 }
 
 // prettyJSON indents a JSON value, or returns "" for none.
@@ -137,6 +155,28 @@ func (r rowsView) HasKey() bool {
 	return false
 }
 
+// HasPriority says whether a task of the table has a priority above the
+// default: the table has a priority column only then.
+func (r rowsView) HasPriority() bool {
+	for _, t := range r.Rows {
+		if t.Priority != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// HasLimitKey says whether a task of the table has a limit key: the table
+// has a limit key column only then.
+func (r rowsView) HasLimitKey() bool {
+	for _, t := range r.Rows {
+		if t.LimitKey != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // bar is one bar of a sparkline 24 pixels high, 10 pixels per bucket.
 type bar struct{ X, Y, H int64 }
 
@@ -164,8 +204,9 @@ type msgsView struct {
 
 // execsView is what the "executors" template gets.
 type execsView struct {
-	V     *view
-	Execs []tasks.Executor
+	V      *view
+	Execs  []tasks.Executor
+	Paused map[string]pausedType // the paused types, marked among those served
 }
 
 // nodeView is what the "node" template (one task of a tree) gets.

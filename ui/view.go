@@ -87,6 +87,7 @@ func (h *Handler) pageRoutes() map[string]page {
 		"/tasks/{id}":      {name: "task", nav: "tasks", load: loadTask},
 		"/tasks/{id}/tree": {name: "tree", nav: "tasks", load: loadTree},
 		"/executors":       {name: "executors", nav: "executors", load: loadExecutors},
+		"/limits":          {name: "limits", nav: "limits", load: loadLimits},
 	}
 }
 
@@ -116,8 +117,10 @@ func (h *Handler) errorStatus(err error) (int, string) {
 		return http.StatusRequestEntityTooLarge, sentinelText(err)
 	case errors.Is(err, tasks.ErrRunning), errors.Is(err, tasks.ErrWrongStatus):
 		return http.StatusConflict, sentinelText(err)
-	case errors.Is(err, tasks.ErrNoMessage):
+	case errors.Is(err, tasks.ErrNoMessage), errors.Is(err, tasks.ErrUnknownType):
 		return http.StatusBadRequest, sentinelText(err)
+	case errors.Is(err, tasks.ErrPaused), errors.Is(err, tasks.ErrNotPaused):
+		return http.StatusConflict, sentinelText(err)
 	case errors.Is(err, context.Canceled):
 		return 499, "canceled"
 	}
@@ -140,7 +143,8 @@ func (h *Handler) errorStatus(err error) (int, string) {
 func sentinelText(err error) string {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		inner := errors.Unwrap(e)
-		for _, s := range []error{tasks.ErrNotFound, tasks.ErrEnded, tasks.ErrTooLarge, tasks.ErrRunning, tasks.ErrWrongStatus, tasks.ErrNoMessage} {
+		for _, s := range []error{tasks.ErrNotFound, tasks.ErrEnded, tasks.ErrTooLarge, tasks.ErrRunning, tasks.ErrWrongStatus, tasks.ErrNoMessage,
+			tasks.ErrPaused, tasks.ErrNotPaused, tasks.ErrUnknownType} {
 			if inner == s {
 				return e.Error()
 			}
@@ -229,6 +233,8 @@ func flashText(done string) string {
 		"restart":   "Task restarted.",
 		"drop":      "Message dropped (the task's history keeps it).",
 		"set-state": "State set (the task's history keeps the one it replaced).",
+		"pause":     "Type paused: executors claim none of its tasks until it is resumed.",
+		"resume":    "Type resumed.",
 	}[done]
 }
 

@@ -34,7 +34,7 @@ corotask ls --key order-42
 corotask ls --parent 01JD7X3M5Q8R9S2T4V6W8Y0Z1A --json`,
 	flags: func(fs *flag.FlagSet) runFunc {
 		typ := fs.String("type", "", "only tasks of `TYPE`")
-		status := fs.String("status", "", "only tasks in `STATUS`: ready, unserved, sleeping, retrying, suspended, running, stale, done, failed or canceled")
+		status := fs.String("status", "", "only tasks in `STATUS`: ready, paused, limited, unserved, sleeping, retrying, suspended, running, stale, done, failed or canceled")
 		failing := fs.Bool("failing", false, "only tasks whose last poll failed, or that failed for good")
 		parent := fs.String("parent", "", "only the children of `TASK`")
 		key := fs.String("key", "", "only tasks with `KEY` (of any type, live or ended)")

@@ -128,9 +128,9 @@ func TestStats(t *testing.T) {
 	out := c.ok("stats")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	require.Len(t, lines, 3, out)
-	require.Regexp(t, `^TYPE +READY +UNSERVED +SLEEPING +RETRYING +SUSPENDED +RUNNING +STALE +DONE +FAILED +CANCELED +OLDEST_READY +CONTROLS$`, lines[0])
-	require.Regexp(t, `^a +2 +0 +0 +0 +0 +0 +0 +0 +0 +0 +3d +-$`, lines[1])
-	require.Regexp(t, `^b +0 +0 +1 +0 +0 +0 +0 +0 +0 +0 +- +-$`, lines[2])
+	require.Regexp(t, `^TYPE +READY +PAUSED +LIMITED +UNSERVED +SLEEPING +RETRYING +SUSPENDED +RUNNING +STALE +DONE +FAILED +CANCELED +OLDEST_READY +CONTROLS$`, lines[0])
+	require.Regexp(t, `^a +2 +0 +0 +0 +0 +0 +0 +0 +0 +0 +0 +0 +3d +-$`, lines[1])
+	require.Regexp(t, `^b +0 +0 +0 +0 +1 +0 +0 +0 +0 +0 +0 +0 +- +-$`, lines[2])
 	var s []statsJSON
 	require.NoError(t, json.Unmarshal([]byte(c.ok("stats", "--json")), &s))
 	require.Len(t, s, 2)

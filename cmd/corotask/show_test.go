@@ -64,7 +64,7 @@ func TestShow(t *testing.T) {
 	require.Len(t, s.InboxNext, 1)
 	require.True(t, s.InboxNext[0].From.IsZero())
 	require.JSONEq(t, `"late"`, string(s.InboxNext[0].Body))
-	require.Equal(t, map[string]int{"ready": 1, "unserved": 0, "sleeping": 1, "retrying": 0, "suspended": 0,
+	require.Equal(t, map[string]int{"ready": 1, "paused": 0, "limited": 0, "unserved": 0, "sleeping": 1, "retrying": 0, "suspended": 0,
 		"running": 0, "stale": 0, "done": 0, "failed": 0, "canceled": 1}, s.Children)
 	require.Equal(t, "boom", *s.LastError)
 	require.Equal(t, holder, s.ClaimedBy)

@@ -9,10 +9,11 @@ import (
 
 // RowColumns are the columns of a task in a list of the web UI: t is the
 // tasks row, s the row of Served. The last error is cut, as a list shows
-// only its start; the key is empty for a task without one.
+// only its start; the key and the limit key are empty for a task without
+// one.
 const RowColumns = `t.task_id, t.parent_id, t.task_type, ` + Status + `, t.wake_at, t.heartbeat,
 	t.inbox_len, t.inbox_next_len, t.failures, left(coalesce(t.last_error, ''), 200),
-	t.created_at, t.done_at, coalesce(t.task_key, '') AS task_key`
+	t.created_at, t.done_at, coalesce(t.task_key, '') AS task_key, t.priority, coalesce(t.limit_key, '') AS limit_key`
 
 // Conditions on t, the tasks row, that a list of failing tasks filters on.
 const (

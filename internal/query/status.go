@@ -4,20 +4,51 @@ package query
 
 // Served is a common table expression, for a WITH, that reads the
 // executors once per statement: whether any has registered, and the types
-// the live ones serve; and corotask.now(), the time statuses are computed
-// against. Status reads its row as s.
+// the live ones serve; corotask.now(), the time statuses are computed
+// against; and the types that flow control holds back (PausedTypes,
+// HeldTypes, FullKeys). Status reads its row as s.
 const Served = `served AS MATERIALIZED (
 	SELECT corotask.now() AS now, EXISTS (SELECT 1 FROM corotask.executors) AS registered,
 	       ARRAY(SELECT DISTINCT x FROM corotask.executors e, unnest(e.task_types) AS x
-	             WHERE e.expires_at > now()) AS types)`
+	             WHERE e.expires_at > now()) AS types,
+	       ARRAY(` + PausedTypes + `) AS paused,
+	       ARRAY(` + HeldTypes + `) AS held,
+	       ARRAY(SELECT ROW(x.task_type, x.limit_key) FROM (` + FullKeys + `) x) AS full_keys)`
+
+// The types and keys that flow control holds back, which Served reads once
+// per statement: the generated Status tests them where the SQL function
+// corotask.status tests each task's type and key (see statusFlow in
+// status_test.go; TestStatusMatchesTheFunction checks that both agree).
+const (
+	// PausedTypes are the paused types.
+	PausedTypes = `SELECT c.task_type FROM corotask.type_controls c WHERE c.paused_at IS NOT NULL`
+	// HeldTypes are the types whose ready tasks are all limited: those
+	// that run their max_running counted claims, and those whose rate
+	// limit has no whole token (see corotask.type_held).
+	HeldTypes = `SELECT c.task_type FROM corotask.type_controls c WHERE corotask.type_held(c)`
+	// FullKeys are the pairs of a type and a limit key whose key runs its
+	// key space's max_running tasks (see corotask.key_full): a ready task
+	// of that type and key is limited. It reads the running tasks that
+	// have a limit key, once.
+	FullKeys = `SELECT c.task_type, f.limit_key
+	FROM (SELECT rc.key_space, r.limit_key
+	      FROM corotask.tasks r
+	      JOIN corotask.type_controls rc ON rc.task_type = r.task_type
+	      JOIN corotask.key_limits k ON k.key_space = rc.key_space
+	      WHERE r.limit_key IS NOT NULL AND r.claim IS NOT NULL AND r.claim_expires_at >= corotask.now()
+	      GROUP BY rc.key_space, r.limit_key, k.max_running
+	      HAVING count(*) >= k.max_running) f
+	JOIN corotask.type_controls c ON c.key_space = f.key_space`
+)
 
 // Index-friendly conditions on t, the tasks row, that statuses imply. A
 // statement adds them to a test of Status so that the planner can use the
 // partial indexes of the claim (tasks_ready_idx, tasks_running_idx) and of
 // retention (tasks_done_idx).
 const (
-	// Waiting holds the tasks that wait for a time (ready, unserved,
-	// sleeping, retrying): the predicate of tasks_ready_idx.
+	// Waiting holds the tasks that wait for a time (ready, paused,
+	// limited, unserved, sleeping, retrying): the predicate of
+	// tasks_ready_idx.
 	Waiting = `(t.claim IS NULL AND t.done_at IS NULL AND t.wake_at IS NOT NULL)`
 	// Suspended holds the live tasks that wait for a message.
 	Suspended = `(t.claim IS NULL AND t.done_at IS NULL AND t.wake_at IS NULL)`
@@ -45,7 +76,7 @@ func StatusCondition(status string) string {
 		return Suspended
 	case "running", "stale":
 		return Claimed
-	default: // ready, unserved, sleeping, retrying
+	default: // ready, paused, limited, unserved, sleeping, retrying
 		return Waiting
 	}
 }

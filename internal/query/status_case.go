@@ -7,7 +7,8 @@ package query
 // executors from s, the row of Served, once per statement rather than for
 // each task: corotask.status, whose "unserved" reads the executors, cannot
 // be inlined by the planner, and called for each task of a count it costs
-// ten times as much. It reads corotask.now() from s too, once.
+// ten times as much. It reads corotask.now() and the types flow control
+// holds back (paused, held, full_keys) from s too, once.
 const Status = `(CASE
         WHEN t.outcome IS NOT NULL THEN t.outcome
         WHEN t.claim IS NOT NULL AND t.claim_expires_at < s.now THEN 'stale'
@@ -15,6 +16,9 @@ const Status = `(CASE
         WHEN t.wake_at IS NULL THEN 'suspended'
         WHEN t.wake_at > s.now AND t.failures > 0 THEN 'retrying'
         WHEN t.wake_at > s.now THEN 'sleeping'
+        WHEN t.task_type = ANY (s.paused) THEN 'paused'
         WHEN s.registered AND NOT t.task_type = ANY (s.types) THEN 'unserved'
+        WHEN t.task_type = ANY (s.held) THEN 'limited'
+        WHEN (t.task_type, t.limit_key) = ANY (s.full_keys) THEN 'limited'
         ELSE 'ready'
     END)`

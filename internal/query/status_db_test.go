@@ -17,15 +17,33 @@ func TestStatusMatchesTheFunction(t *testing.T) {
 	t.Parallel()
 	db := testdb.Tx(t)
 	ctx := context.Background()
+	for _, sql := range []string{
+		`INSERT INTO corotask.key_limits (key_space, max_running) VALUES ('space', 1)`,
+		`INSERT INTO corotask.rate_limits (name, rate, per, tokens, refilled_at) VALUES ('none', 1, interval '1 day', 0, now())`,
+		`INSERT INTO corotask.type_controls (task_type, paused_at, max_running, key_space, rate_limit) VALUES
+			('paused', now(), NULL, NULL, NULL), ('held', NULL, 1, NULL, NULL), ('dry', NULL, NULL, NULL, 'none'),
+			('served', NULL, NULL, 'space', NULL)`,
+		`INSERT INTO corotask.tasks (task_id, task_type, claim, heartbeat, claim_expires_at, counted, limit_key) VALUES
+			(gen_random_uuid(), 'held', gen_random_uuid(), now(), now() + interval '1 hour', true, NULL),
+			(gen_random_uuid(), 'served', gen_random_uuid(), now(), now() + interval '1 hour', false, 'k')`,
+	} {
+		_, err := db.Exec(ctx, sql)
+		require.NoError(t, err)
+	}
 	for _, registered := range []bool{false, true} {
 		if registered {
 			_, err := db.Exec(ctx, `INSERT INTO corotask.executors (executor_id, host, pid, version, task_types, concurrency, expires_at)
-				VALUES (gen_random_uuid(), 'h', 1, 'v', '{served}', 1, now() + interval '1 hour'),
+				VALUES (gen_random_uuid(), 'h', 1, 'v', '{served,held,dry}', 1, now() + interval '1 hour'),
 				       (gen_random_uuid(), 'h', 2, 'v', '{gone}', 1, now() - interval '1 hour')`)
 			require.NoError(t, err)
 		}
 		for _, sql := range []string{
 			`INSERT INTO corotask.tasks (task_id, task_type) VALUES (gen_random_uuid(), 'served'), (gen_random_uuid(), 'gone'), (gen_random_uuid(), 'other')`,
+			// Flow control: a paused type, a type at its maximum, a key at
+			// its limit, a rate limit without a token.
+			`INSERT INTO corotask.tasks (task_id, task_type) VALUES (gen_random_uuid(), 'paused'), (gen_random_uuid(), 'held'), (gen_random_uuid(), 'dry')`,
+			`INSERT INTO corotask.tasks (task_id, task_type, limit_key) VALUES (gen_random_uuid(), 'served', 'k'),
+				(gen_random_uuid(), 'served', 'other'), (gen_random_uuid(), 'held', 'k'), (gen_random_uuid(), 'gone', 'k')`,
 			`INSERT INTO corotask.tasks (task_id, task_type, wake_at) VALUES (gen_random_uuid(), 'served', now() + interval '1 hour')`,
 			`INSERT INTO corotask.tasks (task_id, task_type, wake_at, failures) VALUES (gen_random_uuid(), 'served', now() + interval '1 hour', 2)`,
 			`INSERT INTO corotask.tasks (task_id, task_type, wake_at) VALUES (gen_random_uuid(), 'served', NULL)`,

@@ -67,6 +67,41 @@ BEGIN
 END
 $$;
 
+-- type_held says whether the controls c hold back every ready task of their
+-- type: it runs its max_running counted claims (counted up to that many),
+-- or its rate limit has no whole token (the bucket as
+-- corotask.rate_limit_tokens computes it). status() below calls it only for
+-- a type that has controls.
+CREATE OR REPLACE FUNCTION corotask.type_held(c corotask.type_controls) RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN c.max_running IS NULL THEN false
+                ELSE c.max_running <= (SELECT count(*) FROM (
+                         SELECT 1 FROM corotask.tasks r
+                         WHERE r.task_type = c.task_type AND r.claim IS NOT NULL AND r.counted
+                           AND r.claim_expires_at >= corotask.now()
+                         LIMIT c.max_running) n) END
+        OR EXISTS (SELECT 1 FROM corotask.rate_limits l
+                   WHERE l.name = c.rate_limit
+                     AND LEAST(l.rate::float8,
+                               l.tokens + GREATEST(0::float8, extract(epoch FROM corotask.now() - l.refilled_at)::float8)
+                                          * l.rate / extract(epoch FROM l.per)::float8) < 1)
+$$;
+
+-- key_full says whether key p_key runs the maximum of key space p_space:
+-- as many running tasks (claims that have not expired) of the space's types
+-- with that limit key as its max_running (counted up to that many).
+CREATE OR REPLACE FUNCTION corotask.key_full(p_space text, p_key text) RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT EXISTS (
+        SELECT 1 FROM corotask.key_limits k
+        WHERE k.key_space = p_space
+          AND k.max_running <= (SELECT count(*) FROM (
+                  SELECT 1 FROM corotask.tasks r
+                  JOIN corotask.type_controls rc ON rc.task_type = r.task_type AND rc.key_space = k.key_space
+                  WHERE r.limit_key = p_key AND r.claim IS NOT NULL AND r.claim_expires_at >= corotask.now()
+                  LIMIT k.max_running) n))
+$$;
+
 -- The derived status of a task, as the Go API and the CLI report it. A task
 -- is running exactly when it holds a claim; 'stale' when that claim has
 -- expired (its executor died or stalled: another executor will take it
@@ -75,6 +110,15 @@ $$;
 -- corotask.executors and no live one serves its type (they stopped, died,
 -- or serve other types); in a database where none has registered (tasks
 -- polled only through PollOnce) it stays 'ready'.
+-- A ready task waits on flow control (corotask.type_controls) when its type
+-- is paused ('paused', before 'unserved': the pause is why nothing claims
+-- it), or, served, when its type runs its max_running counted claims or its
+-- rate limit holds no whole token (type_held), or its limit_key runs its
+-- key space's max_running claims (key_full) ('limited'). A task whose type
+-- has no type_controls row costs a probe or two of that table's primary
+-- key and counts nothing; the counts of a controlled type stop at its
+-- limit. internal/query's Status, generated from this CASE, reads the
+-- types and keys held back once per statement instead (see Served).
 CREATE OR REPLACE FUNCTION corotask.status(t corotask.tasks) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT CASE
@@ -84,9 +128,14 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
         WHEN t.wake_at IS NULL THEN 'suspended'
         WHEN t.wake_at > corotask.now() AND t.failures > 0 THEN 'retrying'
         WHEN t.wake_at > corotask.now() THEN 'sleeping'
+        WHEN EXISTS (SELECT 1 FROM corotask.type_controls c WHERE c.task_type = t.task_type AND c.paused_at IS NOT NULL) THEN 'paused'
         WHEN EXISTS (SELECT 1 FROM corotask.executors)
              AND NOT EXISTS (SELECT 1 FROM corotask.executors e
                              WHERE e.expires_at > now() AND t.task_type = ANY (e.task_types)) THEN 'unserved'
+        WHEN EXISTS (SELECT 1 FROM corotask.type_controls c WHERE c.task_type = t.task_type AND corotask.type_held(c)) THEN 'limited'
+        WHEN t.limit_key IS NOT NULL
+             AND EXISTS (SELECT 1 FROM corotask.type_controls c
+                         WHERE c.task_type = t.task_type AND c.key_space IS NOT NULL AND corotask.key_full(c.key_space, t.limit_key)) THEN 'limited'
         ELSE 'ready'
     END
 $$;
