@@ -7,6 +7,10 @@
 // parent/child task trees whose tasks exchange messages. Every message
 // carries a unique ID, and every poll records in a ledger, through OnCommit
 // and so inside its commit transaction, which messages it consumed and sent.
+// The workload runs under flow-control limits (a maximum of running nodes,
+// a limit per tree in a key space, priorities): a sampler in the harness's
+// process reads the running claims every few milliseconds and reports the
+// most it saw beside each limit (see Limits).
 // While the workload runs, the harness injects faults: SIGKILL of workers at
 // random moments and at chosen points (in a poll, inside the commit
 // transaction), SIGSTOP of whole workers past the heartbeat timeout,
@@ -17,7 +21,7 @@
 // violation: a task that did not end, a message lost or consumed twice, a
 // message sent twice, two committed polls of one task that overlapped,
 // a parent that did not get exactly one completion per child, messages from
-// one sender out of order.
+// one sender out of order, a limit exceeded.
 //
 // The test in this package (TestFaults) runs a short version by default;
 // docs/guarantees.md says how to run a long one.

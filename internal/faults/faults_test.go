@@ -204,6 +204,10 @@ func TestFaults(t *testing.T) {
 	require.Zero(t, r.Ledger.Total.Duplicated)
 	require.Positive(t, r.Ledger.CommittedPolls)
 	require.Positive(t, r.Ledger.AwaitedPolls, "no poll awaited its children")
+	// The limits bound: the sampler saw them reached, and tasks wait.
+	require.Positive(t, r.Limits.NodeAtLimit, "no reading saw %s at its maximum", faults.TypeNode)
+	require.Positive(t, r.Limits.KeyAtLimit, "no reading saw a key of %s at its limit", faults.KeySpaceTree)
+	require.Positive(t, r.Limits.NodeWaitsMax, "no reading saw a %s task wait", faults.TypeNode)
 	injected := r.Faults()
 	for _, k := range []string{faults.FaultDecodePanic, faults.FaultCommitPanic, faults.FaultLockWait, faults.FaultPoison} {
 		require.Positive(t, injected[k], "no %s injected", k)
@@ -306,4 +310,52 @@ func faultsDatabase(t *testing.T) (url string, restart func(context.Context, boo
 	}
 	t.Log("faults: no private cluster (no PostgreSQL binaries, or -faults.shared-db): using the shared server, without restarts")
 	return testdb.URL(t), nil
+}
+
+// TestSampleLimits makes sure the limits sampler counts what the limits
+// count (unexpired claims; per key, over the key space's types only) and
+// that a reading above a limit is a violation.
+func TestSampleLimits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	require.NoError(t, faults.SetLimits(ctx, db, 2, 3))
+
+	create := func(typ tasks.Type, key string) tasks.ID {
+		id, err := tasks.Create(ctx, db, tasks.Spec{Type: typ, LimitKey: key})
+		require.NoError(t, err)
+		return id
+	}
+	claim := func(expires string, counted bool, ids ...tasks.ID) {
+		_, err := db.Exec(ctx, `UPDATE corotask.tasks SET claim = gen_random_uuid(), claimed_by = gen_random_uuid(),
+			claim_expires_at = now() + $2::interval, counted = $3 WHERE task_id = ANY ($1)`, ids, expires, counted)
+		require.NoError(t, err)
+	}
+	claim("1 hour", true, create(faults.TypeNode, "k"), create(faults.TypeNode, "k"))
+	claim("1 hour", false, create(faults.TypeNode, "k"))
+	claim("-1 second", true, create(faults.TypeNode, "k")) // expired: counts nowhere
+	claim("1 hour", false, create(faults.TypeDoomed, "k")) // in the key space
+	claim("1 hour", false, create(faults.TypeVictim, "k")) // not in the key space
+	claim("1 hour", false, create(faults.TypeDoomed, "j")) // another key
+	create(faults.TypeNode, "j")                           // ready, waiting
+
+	s, err := faults.SampleLimits(ctx, db)
+	require.NoError(t, err)
+	require.Equal(t, 3, s.Node)
+	require.Equal(t, 1, s.Uncounted)
+	require.Equal(t, 4, s.Key)
+	require.Equal(t, "k", s.KeyName)
+	require.Equal(t, 1, s.NodeWaits)
+
+	l := &faults.Limits{NodeMaxRunning: 2, TreeKeyLimit: 3}
+	require.True(t, l.Record(s))
+	require.Equal(t, 3, l.NodeMax)
+	require.Equal(t, 4, l.KeyMax)
+	require.Len(t, l.Violations(), 3, "node maximum, key limit, uncounted claim")
+
+	within := &faults.Limits{NodeMaxRunning: 3, TreeKeyLimit: 4}
+	require.False(t, within.Record(faults.LimitSample{Node: 3, Key: 4}))
+	require.Empty(t, within.Violations())
+	require.Equal(t, 1, within.NodeAtLimit)
+	require.Equal(t, 1, within.KeyAtLimit)
 }

@@ -63,7 +63,15 @@ type Config struct {
 	// [0.1, 0.05].
 	PoisonRate, TrapRate float64
 	DrainTimeout         time.Duration // how long the end may take once faults stop [3m]
-	Logf                 func(format string, args ...any)
+	// NodeMaxRunning is the fleet-wide maximum of running TypeNode polls
+	// (tasks.SetMaxRunning) [6]; TreeKeyLimit the most running tasks of one
+	// tree, over TypeNode and TypeDoomed, in the key space KeySpaceTree
+	// (tasks.SetKeyLimit) [2].
+	NodeMaxRunning, TreeKeyLimit int
+	// PriorityRate is the chance that a node is spawned with a priority
+	// above 0 (1 to 3) [0.3].
+	PriorityRate float64
+	Logf         func(format string, args ...any)
 }
 
 func (c Config) withDefaults() Config {
@@ -84,6 +92,9 @@ func (c Config) withDefaults() Config {
 	c.PoisonRate = cmp.Or(c.PoisonRate, 0.1)
 	c.TrapRate = cmp.Or(c.TrapRate, 0.05)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, 3*time.Minute)
+	c.NodeMaxRunning = cmp.Or(c.NodeMaxRunning, 6)
+	c.TreeKeyLimit = cmp.Or(c.TreeKeyLimit, 2)
+	c.PriorityRate = cmp.Or(c.PriorityRate, 0.3)
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
 	}
@@ -170,7 +181,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := CreateLedger(ctx, pool); err != nil {
 		return nil, err
 	}
+	if err := SetLimits(ctx, pool, cfg.NodeMaxRunning, cfg.TreeKeyLimit); err != nil {
+		return nil, err
+	}
 	began := time.Now()
+
+	// The limits sampler, from before the first claim until the workers
+	// have stopped.
+	limits := &Limits{NodeMaxRunning: cfg.NodeMaxRunning, TreeKeyLimit: cfg.TreeKeyLimit}
+	sampleCtx, stopSampler := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() { defer close(sampled); h.sampleLimits(sampleCtx, limits) }()
+	defer func() { stopSampler(); <-sampled }()
 
 	// Workers.
 	var supervisors sync.WaitGroup
@@ -241,6 +263,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		<-stopped
 	}
+	stopSampler()
+	<-sampled
 
 	ledger, err := Check(ctx, pool)
 	if err != nil {
@@ -253,7 +277,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r := &Report{
 		Seed: cfg.Seed, Workers: cfg.Workers, FaultTime: faultTime, DrainTime: drainTime,
 		Ledger: ledger, Logs: logs, Harness: h.counts, Roots: int(h.roots.Load()),
-		RestartsEnabled: cfg.Restart != nil,
+		RestartsEnabled: cfg.Restart != nil, Limits: limits,
 	}
 	return r, nil
 }
@@ -539,6 +563,7 @@ func (s *slot) supervise() {
 			OnCommitPanicRate: h.cfg.OnCommitPanicRate, LockWaitRate: h.cfg.LockWaitRate,
 			Stall:         h.cfg.HeartbeatTimeout * 3 / 2,
 			DisableListen: h.cfg.DisableListen,
+			PriorityRate:  h.cfg.PriorityRate,
 		}
 		cmd, err := h.cfg.Command(wc)
 		if err == nil {

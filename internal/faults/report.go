@@ -138,6 +138,7 @@ type Report struct {
 	Ledger               *Ledger
 	Logs                 *Logs
 	Harness              map[string]int // what the harness did and saw
+	Limits               *Limits        // what the limits sampler saw
 }
 
 // Faults returns the faults injected, by kind.
@@ -175,6 +176,7 @@ func (r *Report) PollsBegun() int {
 // Violations lists every broken guarantee and every sign of a bug.
 func (r *Report) Violations() []string {
 	v := r.Ledger.Violations()
+	v = append(v, r.Limits.Violations()...)
 	if r.Logs.Races > 0 {
 		v = append(v, fmt.Sprintf("%d data races reported by workers", r.Logs.Races))
 	}
@@ -208,6 +210,7 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "seed %d, %d workers, faults for %s, drained in %s, %d roots created\n",
 		r.Seed, r.Workers, r.FaultTime.Round(time.Second), r.DrainTime.Round(100*time.Millisecond), r.Roots)
 	b.WriteString(r.Ledger.String())
+	b.WriteString(r.Limits.String())
 	begun := r.PollsBegun()
 	fmt.Fprintf(&b, "polls: begun %d, committed %d, repeated (begun, not committed) %d; doomed polls %d\n",
 		begun, r.Ledger.CommittedPolls, begun-r.Ledger.CommittedPolls, r.Logs.Attempts["D"])

@@ -53,6 +53,9 @@ type WorkerConfig struct {
 	OnCommitPanicRate, LockWaitRate float64
 	// DisableListen is the executor's Config.DisableListen.
 	DisableListen bool
+	// PriorityRate is the chance that a node is spawned with a priority
+	// above 0.
+	PriorityRate float64
 }
 
 // Worker runs the workload's pollers in one process.

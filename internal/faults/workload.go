@@ -113,8 +113,11 @@ func CompletionID(child tasks.ID) string { return "done-" + child.UUID() }
 type NodeState struct {
 	// Polls counts this task's committed polls; the ledger checks that
 	// committed polls number 1, 2, 3... with no gap and no repeat.
-	Polls    int
-	Depth    int
+	Polls int
+	Depth int
+	// Root is the tree's root (zero in the root itself): its UUID is the
+	// limit key, in KeySpaceTree, of the tree's nodes and doomed tasks.
+	Root     tasks.ID
 	Started  bool
 	Intro    bool       // knows its siblings
 	Siblings []tasks.ID // the other nodes spawned by the same poll of the parent
@@ -233,10 +236,18 @@ func (w *Worker) pollNode(ctx context.Context, t *executor.Task[NodeState, Msg])
 			s.Intro = true // a root has no siblings
 		}
 		if s.Depth < maxDepth && w.float() < spawnChance[s.Depth] {
+			root := s.Root
+			if root.IsZero() {
+				root = t.ID
+			}
 			n := 2 + w.intn(2)
 			nodes := make([]tasks.ID, n)
 			for i := range nodes {
-				nodes[i] = t.Spawn(TypeNode, NodeState{Depth: s.Depth + 1}, nil)
+				spec := tasks.Spec{Type: TypeNode, State: NodeState{Depth: s.Depth + 1, Root: root}, LimitKey: root.UUID()}
+				if w.float() < w.cfg.PriorityRate {
+					spec.Priority = 1 + w.intn(3)
+				}
+				nodes[i] = t.SpawnSpec(spec)
 				s.Kids[nodes[i].UUID()] = ""
 			}
 			for _, kid := range nodes {
@@ -245,7 +256,7 @@ func (w *Worker) pollNode(ctx context.Context, t *executor.Task[NodeState, Msg])
 				r.sent(m.ID, kid, KindIntro)
 			}
 			if w.float() < 0.3 {
-				s.Kids[t.Spawn(TypeDoomed, nil, nil).UUID()] = ""
+				s.Kids[t.SpawnSpec(tasks.Spec{Type: TypeDoomed, LimitKey: root.UUID()}).UUID()] = ""
 			}
 			if w.float() < 0.3 {
 				s.Kids[t.Spawn(TypeVictim, nil, nil).UUID()] = ""
