@@ -88,11 +88,22 @@ func (cl *claimer) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(query.ClaimSettings)
-	b.Queue(query.ClaimControls, req.all)
+	// Types with flow controls (as the last claim found them) are claimed
+	// by the statement that counts against them, after their controls are
+	// locked; the other reads none of that, and claims nothing when a type
+	// has gained controls (see below).
+	controlled := cl.controlled.any()
+	stmt := query.Claim
+	if controlled {
+		stmt = query.ClaimControlled
+		b.Queue(query.ClaimControls, req.all)
+	} else {
+		b.Queue(query.ClaimLock, req.all)
+	}
 	if count {
 		b.Queue(query.ClaimReadyEntriesWalked)
 	}
-	b.Queue(query.Claim, req.open, req.total, req.capped, req.caps,
+	b.Queue(stmt, req.open, req.total, req.capped, req.caps,
 		cl.cfg.HeartbeatTimeout.Seconds(), req.all, cl.id, req.polling, req.window, from, staleFrom, req.stale)
 	if count {
 		b.Queue(query.ClaimReadyEntriesWalked)
@@ -126,6 +137,11 @@ func (cl *claimer) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	cl.hooks.claimDone(ctx, at, &req, len(res.claimed), err)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: %w", dberr.Translate(err))
+	}
+	if !controlled && len(res.controlled) > 0 {
+		// A type polled has gained flow controls: Claim took nothing, and
+		// the claim is made again, by ClaimControlled.
+		return cl.claim(ctx, req)
 	}
 	switch floors.settle(req, res, full, count, at, took) {
 	case floorModeStarted:

@@ -37,3 +37,9 @@ func (c *controlledTypes) has(typ tasks.Type) bool {
 	m := c.set.Load()
 	return m != nil && (*m)[typ]
 }
+
+// any reports whether some type had controls at the last claim.
+func (c *controlledTypes) any() bool {
+	m := c.set.Load()
+	return m != nil && len(*m) > 0
+}

@@ -66,7 +66,7 @@ func TestStopDuringClaimGivesTheClaimBack(t *testing.T) {
 	waiting := func() bool {
 		var n int
 		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%WITH ctl AS%'`).Scan(&n))
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%open_quota%'`).Scan(&n))
 		return n > 0
 	}
 	require.Eventually(t, waiting, testdb.Patience, 10*time.Millisecond, "the claim never waited for the lock")

@@ -33,6 +33,17 @@ const ClaimSettings = "SELECT set_config('plan_cache_mode', 'force_generic_plan'
 // `corotask pause` returns, no claim of the type starts.
 const ControlsLock = "1668248175, 1952543595"
 
+// ClaimLock is ClaimControls for a claim by Claim, whose types had no
+// controls at the last claim: it takes ControlsLock shared and locks the
+// rows of the types of $1 in corotask.type_controls (none, usually), and
+// returns those types, as ClaimControls does; the key spaces and rate
+// limits, which only types with controls name, it leaves. Should a type
+// have gained controls, Claim claims nothing and the executor claims again
+// with ClaimControls and ClaimControlled.
+const ClaimLock = `SELECT pg_advisory_xact_lock_shared(` + ControlsLock + `)::text,
+       ARRAY(SELECT task_type FROM corotask.type_controls WHERE task_type = ANY ($1::text[]) ORDER BY task_type FOR NO KEY UPDATE),
+       0::bigint`
+
 // ClaimControls locks, for the claim that follows it in the transaction,
 // the controls of the types it polls ($1): their rows in
 // corotask.type_controls, then the key spaces and rate limits they name, in
@@ -146,32 +157,139 @@ const ClaimParams = "text[], int, text[], int[], float8, text[], uuid, uuid[], i
 // corotask.now(): a claim's expiry is set to corotask.now() plus a
 // HeartbeatTimeout, so a claim taken or renewed after this one is above
 // it; and NULL, NULL.
+// Claim is the claim statement of an executor none of whose types has
+// flow controls (ClaimControlled is the other's). It claims, in one
+// statement, up to $2 ready tasks: of the uncapped types $1, and of each
+// capped type $3 up to its free slots $4, the highest priority first, then
+// the oldest wake_at; and, when $12 is true, tasks of any type $6 whose
+// claim expired (their executor died or stalled), but for the tasks $8
+// this executor is polling. When a type of $6 has flow controls it claims
+// nothing (a one-time filter): ClaimControls, earlier in the transaction,
+// has told the executor so, which then claims with ClaimControlled. The
+// claim loop asks for the stale search once per PollInterval; without it,
+// the stale CTE is a one-time filter that reads nothing.
+//
+// Parameters, positional (the statement is prepared once per connection and
+// runs on its generic plan, see ClaimSettings):
+//
+//	$1  text[]         the uncapped types
+//	$2  int            how many tasks to claim at most
+//	$3  text[]         the capped types with free slots ...
+//	$4  int[]          ... and how many of each
+//	$5  float8         the seconds a claim lasts unless renewed
+//	$6  text[]         every type with a free slot ($1 and $3)
+//	$7  uuid           the claiming executor
+//	$8  uuid[]         the tasks it polls (not taken back by the stale search)
+//	$9  int[]          per type of $6, the window of its inbox a poll is shown
+//	$10 timestamptz[]  per type of $6, its floor, or NULL (see below)
+//	$11 timestamptz    the floor of the stale search, or NULL
+//	$12 boolean        whether to search for stale claims
+//
+// A claimed task gets a fresh claim token that expires in $5 seconds unless
+// renewed, and any inbox_next a dead poll left joins its inbox; the claim
+// returns the window of its inbox the poll is shown (at most $9's entry for
+// its type: see corotask.inbox_window), and whether more messages wait (its
+// inbox holds more than the window shows). The claim raises the task's
+// attempt number and records the claiming executor ($7) and the time; it
+// returns the task's trace context, for the poll's span to link to. The last
+// row (task_id NULL) carries the earliest future wake_at of those types, so
+// the executor knows when to look again.
+//
+// Stale claims come first, then ready tasks, each capped type within its
+// free slots over both. A task taken over from an expired claim has that
+// attempt counted as a failure, and a 'taken_over' row in its history
+// (written whatever the type's History option: takeovers are rare, and
+// exactly what an operator looks for).
+//
+// $10, when not NULL, holds a floor per type of $6: the ready tasks of
+// priority 0 of the type are looked for from its floor on, and the last row
+// carries each type's next floor, in the order of $6; $11, when not NULL,
+// is the floor of the search for stale claims, and the last row carries the
+// next one (see the executor's readyFloors). A NULL $10 or $11 reads from
+// the oldest entry, and returns no floor. A floor is at the latest one
+// second (the floor margin) before the statement's now(): a task that a
+// transaction begun up to that long before the claim makes ready (wake_at =
+// its now()), and commits after the claim's snapshot, is still above the
+// floor.
+//
+// A task is not running exactly when its claim is NULL; the partial indexes
+// tasks_ready_idx, tasks_ready_priority_idx (priority above 0) and
+// tasks_running_idx serve the searches. The ready indexes are keyed by
+// task_type first, and every search of them is made per type (a LATERAL
+// join over the types), so a claim never reads the ready tasks of a type it
+// does not poll. With several uncapped types, a first search without locks
+// finds how many of the $2 first ready tasks each type has (open_quota), so
+// that the claim locks no more than it takes. The tasks of priority 0 are
+// searched as they were before priorities (tasks_ready_idx, from the
+// floor), after those above 0, whose index is empty while no task has a
+// priority (a probe per type).
+//
+// Claim order (priority, then wake_at) holds for the tasks this statement
+// claims only: the eager children a poll spawns (see the executor's
+// eager.go) are created claimed by its executor in the commit of their
+// parent, and polled at once, ahead of older ready tasks.
+//
+// The rows: task_id, task_type, parent_id, inner_state, the window's
+// envelopes and seqs, whether more messages wait, the claim token,
+// failures, attempts, whether the task was taken over from an expired
+// claim, the database's time (corotask.now()), trace, NULL, NULL, the
+// task's key (NULL: none), the reasons it was due (tasks.woke's bits, which
+// the claim moves to the column's high byte for the poll's commit); then
+// the last row: NULLs, the next wake_at, NULL, the types' next floors, the
+// next stale floor: the oldest expiry of a claim that expired, of any type
+// (locked or not), but no later than the floor margin before
+// corotask.now(): a claim's expiry is set to corotask.now() plus a
+// HeartbeatTimeout, so a claim taken or renewed after this one is above
+// it; and NULL, NULL.
+//
+// The statement is made of the claim* fragments below, which
+// ClaimControlled shares.
 const Claim = `
-WITH ctl AS (
-    -- The controls of the types polled (see ClaimControls, which locked
-    -- their rows earlier in the transaction, so that this statement's
-    -- snapshot holds every claim committed before): how many more polls
-    -- each may start (cap: 0 when paused; its free slots under max_running;
-    -- the whole tokens of its rate limit), its key space and the space's
-    -- limit per key, its rate limit and the tokens it holds now. A type
-    -- without a row has no controls, and a claim without any reads nothing
-    -- more than this index probe.
-    SELECT c.task_type AS typ, c.paused_at IS NOT NULL AS paused, c.max_running IS NOT NULL AS counts,
-           CASE WHEN c.paused_at IS NOT NULL THEN 0 WHEN c.max_running IS NULL AND b.name IS NULL THEN NULL ELSE greatest(least(
-               c.max_running - (SELECT count(*) FROM corotask.tasks r
-                                WHERE r.task_type = c.task_type AND r.claim IS NOT NULL AND r.counted
-                                  AND r.claim_expires_at >= corotask.now()),
-               floor(b.tokens)), 0)::int END AS cap,
-           k.key_space, k.max_running AS key_max, b.name AS rate_name, b.tokens, b.token_secs
-    FROM corotask.type_controls c
-    LEFT JOIN corotask.key_limits k ON k.key_space = c.key_space
-    LEFT JOIN LATERAL (
-        SELECT rl.name, extract(epoch FROM rl.per)::float8 / rl.rate AS token_secs,
-               corotask.rate_limit_tokens(rl, corotask.now()) AS tokens
-        FROM corotask.rate_limits rl WHERE rl.name = c.rate_limit
-    ) b ON true
-    WHERE c.task_type = ANY ($6::text[])
-), floors AS (
+WITH ` + claimSearch + `
+), ` + claimQuotaPlain + `
+), ` + claimReady + `
+), ` + claimStale + claimStaleTail + `
+), ` + claimCandidates + `
+), ` + claimPickedPlain + `
+), ` + claimUpdate + claimUpdateTail + `
+    WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
+    ` + claimReturning + `
+), ` + claimTail + claimNextWake + `, NULL, ` + claimFloorsTail
+
+// ClaimControlled is Claim for an executor some of whose types have flow
+// controls (corotask.type_controls: see docs/flow-control.md), with the
+// same parameters and rows. ClaimControls, earlier in the transaction, has
+// locked their rows, so that this statement's snapshot holds every claim
+// committed before; it counts against them: each type takes at most what
+// its controls allow (none while paused; its free slots under its
+// max_running, counting the running claims that count toward it,
+// tasks.counted, and have not expired; the whole tokens of its rate limit),
+// a task whose limit key is at its key space's limit waits (the search
+// passes over it, and counts that key's running tasks for each such task),
+// and a rate limit shared by types is shared by their claims. The claims it
+// makes count toward their type's max_running (tasks.counted), and take a
+// token each of their type's rate limit; the last row's next wake_at is no
+// later than the next whole token of a rate limit.
+const ClaimControlled = `
+WITH ` + claimControls + `
+), ` + claimSearch + `
+), ` + claimQuotaControlled + `
+), ` + claimReady + `
+), ` + claimStale + `
+      AND task_type <> ALL (ARRAY(SELECT typ FROM ctl WHERE paused))` + claimStaleTail + `
+), ` + claimCandidates + `
+), ` + claimPickedControlled + `
+), ` + claimUpdate + `
+        -- The claim counts toward its type's max_running, if it has one.
+        counted = t.task_type = ANY (ARRAY(SELECT typ FROM ctl WHERE counts)),` + claimUpdateTail + `
+    WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
+    ` + claimReturning + `
+), ` + claimTook + `
+), ` + claimTail + `least(` + claimNextWake + `, (` + claimNextToken + `)), NULL, ` + claimFloorsTail
+
+// claimSearch begins the claim statements: the floors of the
+// searches, and the share of each uncapped type (open_quota).
+const claimSearch = `floors AS (
     SELECT f.typ, coalesce(f.at, '-infinity') AS at FROM unnest($6::text[], $10::timestamptz[]) AS f(typ, at)
 ), open_quota AS (
     SELECT ($1::text[])[1] AS typ, $2::int AS n WHERE cardinality($1::text[]) = 1
@@ -201,8 +319,46 @@ WITH ctl AS (
         ) x
         ORDER BY x.priority DESC, x.wake_at
         LIMIT $2
-    ) c GROUP BY c.typ
-), quota AS (
+    ) c GROUP BY c.typ`
+
+// claimControls is ClaimControlled's read of the controls of its types.
+const claimControls = `ctl AS (
+    -- The controls of the types polled (see ClaimControls, which locked
+    -- their rows earlier in the transaction, so that this statement's
+    -- snapshot holds every claim committed before): how many more polls
+    -- each may start (cap: 0 when paused; its free slots under max_running;
+    -- the whole tokens of its rate limit), its key space and the space's
+    -- limit per key, its rate limit and the tokens it holds now. A type
+    -- without a row has no controls, and a claim without any reads nothing
+    -- more than this index probe.
+    SELECT c.task_type AS typ, c.paused_at IS NOT NULL AS paused, c.max_running IS NOT NULL AS counts,
+           CASE WHEN c.paused_at IS NOT NULL THEN 0 WHEN c.max_running IS NULL AND b.name IS NULL THEN NULL ELSE greatest(least(
+               c.max_running - (SELECT count(*) FROM corotask.tasks r
+                                WHERE r.task_type = c.task_type AND r.claim IS NOT NULL AND r.counted
+                                  AND r.claim_expires_at >= corotask.now()),
+               floor(b.tokens)), 0)::int END AS cap,
+           k.key_space, k.max_running AS key_max, b.name AS rate_name, b.tokens, b.token_secs
+    FROM corotask.type_controls c
+    LEFT JOIN corotask.key_limits k ON k.key_space = c.key_space
+    LEFT JOIN LATERAL (
+        SELECT rl.name, extract(epoch FROM rl.per)::float8 / rl.rate AS token_secs,
+               corotask.rate_limit_tokens(rl, corotask.now()) AS tokens
+        FROM corotask.rate_limits rl WHERE rl.name = c.rate_limit
+    ) b ON true
+    WHERE c.task_type = ANY ($6::text[])`
+
+// claimQuotaPlain is Claim's quota of each type.
+const claimQuotaPlain = `quota AS (
+    -- How many ready tasks to take of each type: of the uncapped types,
+    -- their share of the $2 first (by priority, then age); of each capped
+    -- type, its free slots.
+    SELECT typ, n, NULL::text AS key_space, NULL::int AS key_max FROM open_quota
+    UNION ALL
+    SELECT typ, n, NULL, NULL FROM unnest($3::text[], $4::int[]) AS q(typ, n)`
+
+// claimQuotaControlled is ClaimControlled's quota of each type, within its
+// controls.
+const claimQuotaControlled = `quota AS (
     -- How many ready tasks to take of each type: of the uncapped types,
     -- their share of the $2 first (by priority, then age); of each capped
     -- type, its free slots; either within what its controls allow.
@@ -210,8 +366,11 @@ WITH ctl AS (
     LEFT JOIN ctl l ON l.typ = o.typ
     UNION ALL
     SELECT q.typ, least(q.n, l.cap), l.key_space, l.key_max FROM unnest($3::text[], $4::int[]) AS q(typ, n)
-    LEFT JOIN ctl l ON l.typ = q.typ
-), ready_first AS (
+    LEFT JOIN ctl l ON l.typ = q.typ`
+
+// claimReady searches the ready tasks: of a priority above 0 first
+// (ready_first), then of priority 0 (ready).
+const claimReady = `ready_first AS (
     -- The ready tasks of a priority above 0, the highest first (their own
     -- index, empty while no task has one). A task whose key is at its
     -- space's limit waits (the subquery runs only for tasks with a key, of
@@ -238,57 +397,73 @@ WITH ctl AS (
         ORDER BY t.wake_at
         LIMIT greatest(q.n - (SELECT count(*) FROM ready_first h WHERE h.task_type = q.typ), 0)
         FOR UPDATE OF t SKIP LOCKED
-    ) r
-), stale AS (
+    ) r`
+
+// claimStale searches the expired claims (ClaimControlled adds a
+// filter: a paused type waits), up to claimStaleTail.
+const claimStale = `stale AS (
     -- Only when $12 asks: otherwise a one-time filter makes it read nothing.
-    -- A paused type's expired claims wait for its resume.
     SELECT task_id, task_type, attempts, claimed_by, claimed_at, priority, claim_expires_at, limit_key FROM corotask.tasks
     WHERE $12::boolean AND claim IS NOT NULL AND claim_expires_at < corotask.now()
       AND claim_expires_at >= coalesce($11::timestamptz, '-infinity')
       AND done_at IS NULL AND task_type = ANY($6::text[])
-      AND task_id <> ALL (coalesce($8::uuid[], '{}'))
-      AND task_type <> ALL (ARRAY(SELECT typ FROM ctl WHERE paused))
+      AND task_id <> ALL (coalesce($8::uuid[], '{}'))`
+
+// claimStaleTail ends the search of the expired claims.
+const claimStaleTail = `
     ORDER BY claim_expires_at
     LIMIT $2
-    FOR UPDATE SKIP LOCKED
-), candidates AS (
+    FOR UPDATE SKIP LOCKED`
+
+// claimCandidates is what a claim may take: the expired claims,
+// then the ready tasks.
+const claimCandidates = `candidates AS (
     SELECT task_id, task_type, 0 AS k, priority, claim_expires_at AS at, limit_key FROM stale
     UNION ALL SELECT task_id, task_type, 1, priority, at, limit_key FROM ready_first
-    UNION ALL SELECT task_id, task_type, 1, priority, at, limit_key FROM ready
-), picked AS (
+    UNION ALL SELECT task_id, task_type, 1, priority, at, limit_key FROM ready`
+
+// claimPickedPlain is Claim's choice among the candidates.
+const claimPickedPlain = `picked AS (
     -- Stale claims first, then ready tasks by priority and age, each capped
-    -- type within its free slots over both. With controls, each type also
-    -- within what they allow (cap), each key within its room under its
-    -- space's limit, and each rate limit within its whole tokens; without
-    -- (the first branch), a one-time filter skips all of that.
-    SELECT x.task_id FROM (
-        SELECT p.task_id, p.k, p.priority, p.at FROM (
-            SELECT c.task_id, c.k, c.priority, c.at, q.n AS cap,
-                   row_number() OVER (PARTITION BY c.task_type ORDER BY c.k, c.priority DESC, c.at) AS rank
-            FROM candidates c
-            LEFT JOIN unnest($3::text[], $4::int[]) AS q(typ, n) ON q.typ = c.task_type
-            WHERE NOT EXISTS (SELECT 1 FROM ctl)
-        ) p
-        WHERE p.cap IS NULL OR p.rank <= p.cap
-        UNION ALL
-        SELECT p.task_id, p.k, p.priority, p.at FROM (
-            SELECT c.task_id, c.k, c.priority, c.at, least(q.n, l.cap) AS cap,
-                   row_number() OVER (PARTITION BY c.task_type ORDER BY c.k, c.priority DESC, c.at) AS rank,
-                   CASE WHEN l.key_space IS NOT NULL AND c.limit_key IS NOT NULL THEN l.key_max - corotask.key_running(l.key_space, c.limit_key) END AS key_room,
-                   row_number() OVER (PARTITION BY l.key_space, c.limit_key ORDER BY c.k, c.priority DESC, c.at) AS key_rank,
-                   l.rate_name, l.tokens,
-                   row_number() OVER (PARTITION BY l.rate_name ORDER BY c.k, c.priority DESC, c.at) AS rate_rank
-            FROM candidates c
-            LEFT JOIN unnest($3::text[], $4::int[]) AS q(typ, n) ON q.typ = c.task_type
-            LEFT JOIN ctl l ON l.typ = c.task_type
-            WHERE EXISTS (SELECT 1 FROM ctl)
-        ) p
-        WHERE (p.cap IS NULL OR p.rank <= p.cap) AND (p.key_room IS NULL OR p.key_rank <= p.key_room)
-          AND (p.rate_name IS NULL OR p.rate_rank <= p.tokens)
-    ) x
-    ORDER BY x.k, x.priority DESC, x.at
-    LIMIT $2
-), claimed AS (
+    -- type within its free slots over both. Nothing when a type polled has
+    -- flow controls: the executor claims with ClaimControlled then.
+    SELECT p.task_id FROM (
+        SELECT c.task_id, c.k, c.priority, c.at, q.n AS cap,
+               row_number() OVER (PARTITION BY c.task_type ORDER BY c.k, c.priority DESC, c.at) AS rank
+        FROM candidates c
+        LEFT JOIN unnest($3::text[], $4::int[]) AS q(typ, n) ON q.typ = c.task_type
+        WHERE NOT EXISTS (SELECT 1 FROM corotask.type_controls x WHERE x.task_type = ANY ($6::text[]))
+    ) p
+    WHERE p.cap IS NULL OR p.rank <= p.cap
+    ORDER BY p.k, p.priority DESC, p.at
+    LIMIT $2`
+
+// claimPickedControlled is ClaimControlled's choice among the candidates,
+// within the controls.
+const claimPickedControlled = `picked AS (
+    -- Stale claims first, then ready tasks by priority and age, each type
+    -- within what its controls allow (cap) and a capped type within its
+    -- free slots over both; each key within its room under its space's
+    -- limit, and each rate limit within its whole tokens.
+    SELECT p.task_id FROM (
+        SELECT c.task_id, c.k, c.priority, c.at, least(q.n, l.cap) AS cap,
+               row_number() OVER (PARTITION BY c.task_type ORDER BY c.k, c.priority DESC, c.at) AS rank,
+               CASE WHEN l.key_space IS NOT NULL AND c.limit_key IS NOT NULL THEN l.key_max - corotask.key_running(l.key_space, c.limit_key) END AS key_room,
+               row_number() OVER (PARTITION BY l.key_space, c.limit_key ORDER BY c.k, c.priority DESC, c.at) AS key_rank,
+               l.rate_name, l.tokens,
+               row_number() OVER (PARTITION BY l.rate_name ORDER BY c.k, c.priority DESC, c.at) AS rate_rank
+        FROM candidates c
+        LEFT JOIN unnest($3::text[], $4::int[]) AS q(typ, n) ON q.typ = c.task_type
+        LEFT JOIN ctl l ON l.typ = c.task_type
+    ) p
+    WHERE (p.cap IS NULL OR p.rank <= p.cap) AND (p.key_room IS NULL OR p.key_rank <= p.key_room)
+      AND (p.rate_name IS NULL OR p.rate_rank <= p.tokens)
+    ORDER BY p.k, p.priority DESC, p.at
+    LIMIT $2`
+
+// claimUpdate claims the picked tasks, up to claimUpdateTail
+// (ClaimControlled sets tasks.counted too).
+const claimUpdate = `claimed AS (
     UPDATE corotask.tasks t SET
         heartbeat = now(),
         claim_expires_at = corotask.now() + make_interval(secs => $5),
@@ -300,26 +475,34 @@ WITH ctl AS (
         last_error = CASE WHEN t.claim IS NULL THEN t.last_error ELSE '` + ClaimTakeoverError + `' END,
         attempts = t.attempts + 1,
         claimed_by = $7,
-        claimed_at = now(),
-        -- The claim counts toward its type's max_running, if it has one.
-        counted = t.task_type = ANY (ARRAY(SELECT typ FROM ctl WHERE counts)),
+        claimed_at = now(),`
+
+// claimUpdateTail ends the SET of the claim.
+const claimUpdateTail = `
         -- The reasons the task is due move to the high byte, where this
         -- poll's stay (see the column's comment); a takeover adds retry to
         -- those of the attempt it takes over.
         woke = CASE WHEN t.claim IS NULL THEN (t.woke & 127) << 8
-                    ELSE (((t.woke >> 8) | t.woke | 16) & 127) << 8 END
-    WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
-    RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.claim, t.failures, t.attempts, t.trace,
-        t.msg_popped, t.msg_seq, t.inbox_len, t.task_key, t.woke >> 8 AS woke
-), took AS (
+                    ELSE (((t.woke >> 8) | t.woke | 16) & 127) << 8 END`
+
+// claimReturning is what the claim returns of each task it claims.
+const claimReturning = `RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.claim, t.failures, t.attempts, t.trace,
+        t.msg_popped, t.msg_seq, t.inbox_len, t.task_key, t.woke >> 8 AS woke`
+
+// claimTook takes the tokens of ClaimControlled's claims from
+// their rate limits.
+const claimTook = `took AS (
     -- Each poll started takes a token of its type's rate limit.
     UPDATE corotask.rate_limits rl SET
         tokens = corotask.rate_limit_tokens(rl, corotask.now()) - u.n,
         refilled_at = greatest(rl.refilled_at, corotask.now())
     FROM (SELECT l.rate_name, count(*) AS n FROM claimed c JOIN ctl l ON l.typ = c.task_type
           WHERE l.rate_name IS NOT NULL GROUP BY l.rate_name) u
-    WHERE rl.name = u.rate_name
-), taken_over AS (
+    WHERE rl.name = u.rate_name`
+
+// claimTail records the takeovers and returns the rows, up to the
+// next wake_at of the last row.
+const claimTail = `taken_over AS (
     -- The attempt whose expired claim the statement took over.
     INSERT INTO corotask.history (task_id, attempt, outcome, executor_id, claimed_at, error)
     SELECT s.task_id, s.attempts, 'taken_over', s.claimed_by, s.claimed_at, '` + ClaimTakeoverError + `'
@@ -366,7 +549,10 @@ LEFT JOIN LATERAL (
     OFFSET 0
 ) f ON true
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, least((
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, `
+
+// claimNextWake is the earliest future wake_at of the types polled.
+const claimNextWake = `(
     SELECT min(n.wake_at) FROM unnest($6::text[]) AS q(typ)
     CROSS JOIN LATERAL (
         SELECT wake_at FROM corotask.tasks
@@ -374,11 +560,17 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, least((
           AND wake_at > corotask.now() AND task_type = q.typ
         ORDER BY wake_at
         LIMIT 1
-    ) n), (
-    -- When the bucket of a rate limit has its next whole token, once this
+    ) n)`
+
+// claimNextToken is when a rate limit's bucket has its next whole
+// token, once ClaimControlled took those it had.
+const claimNextToken = `    -- When the bucket of a rate limit has its next whole token, once this
     -- claim took those it had (a claim then, if tasks wait on it, finds it).
     SELECT corotask.now() + min(make_interval(secs => (1 - (l.tokens - floor(l.tokens))) * l.token_secs))
-    FROM ctl l WHERE l.rate_name IS NOT NULL)), NULL, (
+    FROM ctl l WHERE l.rate_name IS NOT NULL`
+
+// claimFloorsTail ends the last row: the next floors.
+const claimFloorsTail = `(
     -- Each type's next floor: its oldest ready task in the statement's
     -- snapshot (locked or not; those this statement claims included), but
     -- no later than floorMargin before corotask.now().
