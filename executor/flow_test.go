@@ -482,3 +482,36 @@ func TestHandleWithOptions(t *testing.T) {
 	require.Equal(t, "k2", got.LimitKey)
 	require.Equal(t, id, got.Parent)
 }
+
+// An expired claim that counts toward a limit is not revived by its
+// executor's next renewal (another poll may have its slot by then): the
+// poll loses its claim.
+func TestExpiredLimitedClaimIsNotRenewed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	require.NoError(t, tasks.SetMaxRunning(ctx, db, "limited", 1, tasks.AllowNewType()))
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "limited"})
+	require.NoError(t, err)
+	cfg := fastConfig(t)
+	cfg.HeartbeatInterval = 20 * time.Millisecond
+	e := executor.MustNew(db, cfg)
+	entered := make(chan struct{})
+	lost := make(chan error, 1)
+	executor.Register(e, "limited", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		close(entered)
+		<-ctx.Done()
+		lost <- context.Cause(ctx)
+		return executor.Action{}, ctx.Err()
+	}))
+	start(t, e)
+	<-entered
+	// The executor stalls past its claim's expiry (nobody takes it over).
+	setControls(t, db, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second' WHERE task_id = '`+id.UUID()+`'`)
+	select {
+	case err := <-lost:
+		require.ErrorIs(t, err, executor.ErrClaimLost)
+	case <-time.After(testdb.Patience):
+		t.Fatal("the expired claim was renewed")
+	}
+}

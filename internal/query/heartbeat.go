@@ -8,10 +8,15 @@ const (
 	// poll's own commit, most likely) is skipped rather than waited for: a
 	// renewal never blocks, so it cannot deadlock with commits. A skipped
 	// claim that still matches is kept and tried again at the next
-	// interval.
+	// interval. An expired claim that still matches is renewed (nobody took
+	// it over), but for a claim that counts toward a flow-control limit (a
+	// type's max_running, tasks.counted, or a key space's, a limit key):
+	// once expired it stopped counting, and another poll may have taken its
+	// slot, so it is lost (see HeartbeatHeld), never revived past the limit.
 	HeartbeatRenew = `WITH locked AS MATERIALIZED (
 		SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
 		JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim
+		WHERE t.claim_expires_at >= now() OR NOT (t.counted OR t.limit_key IS NOT NULL)
 		FOR UPDATE OF t SKIP LOCKED
 	)
 	UPDATE corotask.tasks t SET heartbeat = now(), claim_expires_at = now() + make_interval(secs => $3)
@@ -20,7 +25,8 @@ const (
 	// HeartbeatHeld returns the task IDs of the claims that still match,
 	// without locking: those a renewal skipped that are still ours.
 	HeartbeatHeld = `SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
-		JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim`
+		JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim
+		WHERE t.claim_expires_at >= now() OR NOT (t.counted OR t.limit_key IS NOT NULL)`
 	// HeartbeatCanceled returns those of the tasks $1 that were canceled.
 	HeartbeatCanceled = `SELECT task_id FROM corotask.tasks
 		WHERE task_id = ANY ($1::uuid[]) AND outcome = 'canceled'`
