@@ -126,7 +126,7 @@ func (cl *claimer) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	br := conn.SendBatch(sendCtx, b)
 	res, err := readClaim(br, at, count)
 	if err == nil {
-		cl.controlled.update(res.controlled)
+		cl.controlled.update(req.all, res.controlled)
 	}
 	took := time.Since(sent)
 	// Once COMMIT's reply is read the claim is made, whatever closing the

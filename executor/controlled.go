@@ -17,15 +17,23 @@ type controlledTypes struct {
 	set atomic.Pointer[map[tasks.Type]bool]
 }
 
-// update records the controlled types a claim returned.
-func (c *controlledTypes) update(types []string) {
-	if len(types) == 0 {
-		if m := c.set.Load(); m != nil && len(*m) > 0 {
-			c.set.Store(nil)
-		}
+// update records what a claim found of the types it asked about (asked):
+// those of them with controls (types); the others keep what an earlier
+// claim found (a type with no free slot is not asked about).
+func (c *controlledTypes) update(asked, types []string) {
+	old := c.set.Load()
+	if len(types) == 0 && (old == nil || len(*old) == 0) {
 		return
 	}
 	m := make(map[tasks.Type]bool, len(types))
+	if old != nil {
+		for t := range *old {
+			m[t] = true
+		}
+	}
+	for _, t := range asked {
+		delete(m, tasks.Type(t))
+	}
 	for _, t := range types {
 		m[tasks.Type(t)] = true
 	}

@@ -515,3 +515,34 @@ func TestExpiredLimitedClaimIsNotRenewed(t *testing.T) {
 		t.Fatal("the expired claim was renewed")
 	}
 }
+
+// A type its controls hold back does not hold back the executor's other
+// types, however many of its tasks wait ahead of theirs.
+func TestHeldTypeDoesNotStarveTheOthers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	cfg := fastConfig(t)
+	cfg.Concurrency = 2
+	e := executor.MustNew(db, cfg)
+	var polled []tasks.Type
+	poller := executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		polled = append(polled, t.Type)
+		return executor.Done(), nil
+	})
+	executor.Register(e, "held", poller)
+	executor.Register(e, "free", poller)
+	specs := make([]tasks.Spec, 5)
+	for i := range specs {
+		specs[i] = tasks.Spec{Type: "held"}
+	}
+	_, err := tasks.CreateMany(ctx, db, specs)
+	require.NoError(t, err)
+	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "free"})
+	require.NoError(t, err)
+	require.NoError(t, tasks.Pause(ctx, db, "held"))
+	n, err := e.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, []tasks.Type{"free"}, polled)
+}

@@ -133,8 +133,9 @@ func ClearKeyLimit(ctx context.Context, db DB, space string) error {
 // (a burst takes at most rate at once). Each poll start of a task of types
 // (a claim, a takeover) takes one token; with none left, the claims of
 // those types wait. types become the limit's types (a type that took from
-// it and is not among them no longer does); none makes a limit that only
-// Acquire takes from. A new limit starts full; setting one again keeps the
+// it and is not among them no longer does); an empty, non-nil list makes a
+// limit that only Acquire takes from; nil keeps the types it has (a new
+// limit: none), so that changing a rate does not detach them. A new limit starts full; setting one again keeps the
 // tokens it holds, up to its new rate. rate below 1, per below a
 // millisecond or an empty name are refused; an unknown type with
 // ErrUnknownType (see AllowNewType).
@@ -152,6 +153,9 @@ func SetRateLimit(ctx context.Context, db DB, name string, rate int, per time.Du
 	names, err := typeNames(types)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
+	}
+	if types == nil {
+		names = nil // keep the limit's types
 	}
 	return control(ctx, db, what, query.ControlSetRateLimit, pgx.NamedArgs{
 		"name": name, "rate": rate, "per_us": per.Microseconds(), "types": names,

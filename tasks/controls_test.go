@@ -455,3 +455,23 @@ func TestAcquireConcurrently(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 12*time.Minute, wait, "empty: a token every 12 minutes")
 }
+
+// Setting a rate limit again without types keeps its types; an empty list
+// detaches them.
+func TestSetRateLimitKeepsItsTypes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := corotasktest.NewDB(t)
+	opt := tasks.AllowNewType()
+	require.NoError(t, tasks.SetRateLimit(ctx, db, "api", 10, time.Minute, []tasks.Type{"a", "b"}, opt))
+	require.NoError(t, tasks.SetRateLimit(ctx, db, "api", 5, time.Minute, nil))
+	c, err := tasks.Controls(ctx, db)
+	require.NoError(t, err)
+	require.Len(t, c.RateLimits, 1)
+	require.Equal(t, []tasks.Type{"a", "b"}, c.RateLimits[0].Types)
+	require.Equal(t, 5, c.RateLimits[0].Rate)
+	require.NoError(t, tasks.SetRateLimit(ctx, db, "api", 5, time.Minute, []tasks.Type{}))
+	c, err = tasks.Controls(ctx, db)
+	require.NoError(t, err)
+	require.Empty(t, c.RateLimits[0].Types)
+}

@@ -52,7 +52,7 @@ func TestLimit(t *testing.T) {
 	require.Equal(t, "key space tenants: at most 2 running per key, over job, mail\n",
 		c.ok("limit", "key", "tenants", "2", "--type", "job", "--type", "mail"))
 	require.Equal(t, "rate limit api: 10 per 1m0s, taken by mail\n", c.ok("limit", "rate", "api", "10/m", "--type", "mail"))
-	require.Equal(t, "rate limit solo: 5 per 1s, taken by no type (only tasks.Acquire takes from it)\n",
+	require.Equal(t, "rate limit solo: 5 per 1s, its types unchanged (a new limit: none, only tasks.Acquire takes from it)\n",
 		c.ok("limit", "rate", "solo", "5/1s"))
 	c.exec(`UPDATE corotask.tasks SET claim = gen_random_uuid(), claim_expires_at = now() + interval '1 hour', counted = true
 		WHERE task_id = $1`, job)

@@ -35,8 +35,9 @@ with the same limit key run at once among the types given, which become the
 key space's types; --clear removes the key space. 'limit rate NAME RATE/PER
 --type T ...' lets the types given start at most RATE polls per PER (a Go
 duration: 100/1m, 5/1s; a bare unit counts one: 100/m), fleet-wide, bursts
-of RATE at most; without --type, only programs that call tasks.Acquire take
-from it; --clear removes it. A type that no executor has registered and no
+of RATE at most; without --type, an existing limit keeps its types (a
+new one has none: only programs that call tasks.Acquire take from it);
+--clear removes it. A type that no executor has registered and no
 task has is refused as a likely typo, unless --allow-new-type. Each change
 is recorded in corotask.control_history with your database role: 'limit
 --history N' shows the last N changes (pauses, resumes, limits, priorities).`,
@@ -226,7 +227,7 @@ func (l *limitChange) apply(ctx context.Context, db tasks.DB) (string, error) {
 	}
 	taken := "taken by " + typeNames(l.types)
 	if len(l.types) == 0 {
-		taken = "taken by no type (only tasks.Acquire takes from it)"
+		taken = "its types unchanged (a new limit: none, only tasks.Acquire takes from it)"
 	}
 	return fmt.Sprintf("rate limit %s: %d per %s, %s", name, l.n, l.per, taken),
 		tasks.SetRateLimit(ctx, db, l.name, l.n, l.per, l.types, l.opts...)

@@ -23,7 +23,12 @@ const ClaimTakeoverError = "claim expired: the executor polling this task stoppe
 // for a claim that runs in a millisecond: jit is off for the claim.
 // set_config(..., true) keeps the settings to the claim's own transaction,
 // so the caller's pool is left as it was.
-const ClaimSettings = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)"
+//
+// It also takes ControlsLock shared, in this statement before the claim's
+// others, so that ClaimLock or ClaimControls, and the claim, take their
+// snapshots after it: a change of the controls that committed while the
+// claim waited for it is seen (and its rows locked) by all of them.
+const ClaimSettings = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true), pg_advisory_xact_lock_shared(" + ControlsLock + ")::text"
 
 // ControlsLock is the advisory lock (pg_advisory_xact_lock's two keys,
 // "coro" and "task" in ASCII)
@@ -34,13 +39,13 @@ const ClaimSettings = "SELECT set_config('plan_cache_mode', 'force_generic_plan'
 const ControlsLock = "1668248175, 1952543595"
 
 // ClaimLock is ClaimControls for a claim by Claim, whose types had no
-// controls at the last claim: it takes ControlsLock shared and locks the
-// rows of the types of $1 in corotask.type_controls (none, usually), and
+// controls at the last claim: it locks the rows of the types of $1 in
+// corotask.type_controls (none, usually), and
 // returns those types, as ClaimControls does; the key spaces and rate
 // limits, which only types with controls name, it leaves. Should a type
 // have gained controls, Claim claims nothing and the executor claims again
 // with ClaimControls and ClaimControlled.
-const ClaimLock = `SELECT pg_advisory_xact_lock_shared(` + ControlsLock + `)::text,
+const ClaimLock = `SELECT ''::text,
        ARRAY(SELECT task_type FROM corotask.type_controls WHERE task_type = ANY ($1::text[]) ORDER BY task_type FOR NO KEY UPDATE),
        0::bigint`
 
@@ -50,9 +55,9 @@ const ClaimLock = `SELECT pg_advisory_xact_lock_shared(` + ControlsLock + `)::te
 // that order and each sorted (as every change of them locks them), so that
 // two executors claiming a limited type count its running polls one after
 // the other, each in a snapshot taken after the other's claim committed.
-// A type without controls has no row, and locks nothing. It takes
-// ControlsLock shared. It returns the types of $1 that have controls: the
-// executor creates no eager child of those (see eager.go).
+// A type without controls has no row, and locks nothing. ClaimSettings,
+// before it, took ControlsLock shared. It returns the types of $1 that have
+// controls: the executor creates no eager child of those (see eager.go).
 const ClaimControls = `
 WITH types AS (
     SELECT task_type, key_space, rate_limit FROM corotask.type_controls
@@ -68,7 +73,7 @@ WITH types AS (
     ORDER BY name
     FOR NO KEY UPDATE
 )
-SELECT pg_advisory_xact_lock_shared(` + ControlsLock + `)::text, coalesce((SELECT array_agg(task_type) FROM types), '{}'),
+SELECT ''::text, coalesce((SELECT array_agg(task_type) FROM types), '{}'),
        (SELECT count(*) FROM spaces) + (SELECT count(*) FROM rates)`
 
 // ClaimReadyEntriesWalked is how many entries of the ready index the scans
@@ -269,14 +274,18 @@ WITH ` + claimSearch + `
 // and a rate limit shared by types is shared by their claims. The claims it
 // makes count toward their type's max_running (tasks.counted), and take a
 // token each of their type's rate limit; the last row's next wake_at is no
-// later than the next whole token of a rate limit.
+// later than the next whole token of a rate limit that has none.
+//
+// A claim counts as running until a second after its expiry: a renewal
+// that began before the expiry (see HeartbeatRenew) may commit after this
+// statement's snapshot, and must find its slot its own still.
 const ClaimControlled = `
 WITH ` + claimControls + `
 ), ` + claimSearch + `
 ), ` + claimQuotaControlled + `
 ), ` + claimReady + `
 ), ` + claimStale + `
-      AND task_type <> ALL (ARRAY(SELECT typ FROM ctl WHERE paused))` + claimStaleTail + `
+      AND task_type <> ALL (ARRAY(SELECT typ FROM ctl WHERE cap = 0))` + claimStaleTail + `
 ), ` + claimCandidates + `
 ), ` + claimPickedControlled + `
 ), ` + claimUpdate + `
@@ -335,7 +344,7 @@ const claimControls = `ctl AS (
            CASE WHEN c.paused_at IS NOT NULL THEN 0 WHEN c.max_running IS NULL AND b.name IS NULL THEN NULL ELSE greatest(least(
                c.max_running - (SELECT count(*) FROM corotask.tasks r
                                 WHERE r.task_type = c.task_type AND r.claim IS NOT NULL AND r.counted
-                                  AND r.claim_expires_at >= corotask.now()),
+                                  AND r.claim_expires_at >= corotask.now() - interval '1 second'),
                floor(b.tokens)), 0)::int END AS cap,
            k.key_space, k.max_running AS key_max, b.name AS rate_name, b.tokens, b.token_secs
     FROM corotask.type_controls c
@@ -359,10 +368,12 @@ const claimQuotaPlain = `quota AS (
 // claimQuotaControlled is ClaimControlled's quota of each type, within its
 // controls.
 const claimQuotaControlled = `quota AS (
-    -- How many ready tasks to take of each type: of the uncapped types,
-    -- their share of the $2 first (by priority, then age); of each capped
-    -- type, its free slots; either within what its controls allow.
-    SELECT o.typ, least(o.n, l.cap) AS n, l.key_space, l.key_max FROM open_quota o
+    -- How many ready tasks to take of each type, within what its controls
+    -- allow: of each uncapped type, up to $2 (picked keeps the $2 first of
+    -- all: shares counted from the ready tasks, as open_quota does, would
+    -- give a share to a type its controls hold back, and none to the
+    -- others); of each capped type, its free slots.
+    SELECT o.typ, least($2::int, l.cap) AS n, l.key_space, l.key_max FROM unnest($1::text[]) AS o(typ)
     LEFT JOIN ctl l ON l.typ = o.typ
     UNION ALL
     SELECT q.typ, least(q.n, l.cap), l.key_space, l.key_max FROM unnest($3::text[], $4::int[]) AS q(typ, n)
@@ -498,7 +509,8 @@ const claimTook = `took AS (
         refilled_at = greatest(rl.refilled_at, corotask.now())
     FROM (SELECT l.rate_name, count(*) AS n FROM claimed c JOIN ctl l ON l.typ = c.task_type
           WHERE l.rate_name IS NOT NULL GROUP BY l.rate_name) u
-    WHERE rl.name = u.rate_name`
+    WHERE rl.name = u.rate_name
+    RETURNING rl.name, rl.tokens`
 
 // claimTail records the takeovers and returns the rows, up to the
 // next wake_at of the last row.
@@ -564,10 +576,15 @@ const claimNextWake = `(
 
 // claimNextToken is when a rate limit's bucket has its next whole
 // token, once ClaimControlled took those it had.
-const claimNextToken = `    -- When the bucket of a rate limit has its next whole token, once this
-    -- claim took those it had (a claim then, if tasks wait on it, finds it).
-    SELECT corotask.now() + min(make_interval(secs => (1 - (l.tokens - floor(l.tokens))) * l.token_secs))
-    FROM ctl l WHERE l.rate_name IS NOT NULL`
+const claimNextToken = `
+    -- When the bucket of a rate limit left below a whole token (by this
+    -- claim's takes, or before) has its next one: a claim then finds the
+    -- tasks that wait on it. A full bucket asks for nothing.
+    SELECT corotask.now() + min(make_interval(secs => (1 - b.left) * l.token_secs))
+    FROM ctl l
+    LEFT JOIN took k ON k.name = l.rate_name
+    CROSS JOIN LATERAL (SELECT coalesce(k.tokens, l.tokens) AS left) b
+    WHERE l.rate_name IS NOT NULL AND b.left < 1`
 
 // claimFloorsTail ends the last row: the next floors.
 const claimFloorsTail = `(

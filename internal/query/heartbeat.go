@@ -13,10 +13,13 @@ const (
 	// type's max_running, tasks.counted, or a key space's, a limit key):
 	// once expired it stopped counting, and another poll may have taken its
 	// slot, so it is lost (see HeartbeatHeld), never revived past the limit.
+	// (A claim stops counting a second after its expiry: see
+	// ClaimControlled. A renewal that began before it ends within that.)
 	HeartbeatRenew = `WITH locked AS MATERIALIZED (
 		SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
 		JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim
-		WHERE t.claim_expires_at >= now() OR NOT (t.counted OR t.limit_key IS NOT NULL)
+		WHERE t.claim_expires_at >= now() OR NOT t.counted AND (t.limit_key IS NULL OR NOT EXISTS (
+			SELECT 1 FROM corotask.type_controls c WHERE c.task_type = t.task_type AND c.key_space IS NOT NULL))
 		FOR UPDATE OF t SKIP LOCKED
 	)
 	UPDATE corotask.tasks t SET heartbeat = now(), claim_expires_at = now() + make_interval(secs => $3)
@@ -26,7 +29,8 @@ const (
 	// without locking: those a renewal skipped that are still ours.
 	HeartbeatHeld = `SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
 		JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim
-		WHERE t.claim_expires_at >= now() OR NOT (t.counted OR t.limit_key IS NOT NULL)`
+		WHERE t.claim_expires_at >= now() OR NOT t.counted AND (t.limit_key IS NULL OR NOT EXISTS (
+			SELECT 1 FROM corotask.type_controls c WHERE c.task_type = t.task_type AND c.key_space IS NOT NULL))`
 	// HeartbeatCanceled returns those of the tasks $1 that were canceled.
 	HeartbeatCanceled = `SELECT task_id FROM corotask.tasks
 		WHERE task_id = ANY ($1::uuid[]) AND outcome = 'canceled'`

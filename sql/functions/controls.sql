@@ -184,6 +184,9 @@ BEGIN
     END IF;
     UPDATE corotask.type_controls SET paused_at = NULL, paused_by = NULL WHERE task_type = p_type;
     PERFORM corotask.control_tidy();
+    -- Executors waiting for the type's tasks claim at once, not at their
+    -- next PollInterval.
+    PERFORM pg_notify('corotask_ready', p_type);
     PERFORM corotask.control_record('resume', p_type,
         'paused since ' || c.paused_at || ' by ' || coalesce(c.paused_by, 'unknown'));
 END
@@ -209,6 +212,7 @@ BEGIN
     -- without counting, if the type had no maximum).
     UPDATE corotask.tasks SET counted = true
     WHERE task_type = p_type AND claim IS NOT NULL AND NOT counted;
+    PERFORM pg_notify('corotask_ready', p_type);
     PERFORM corotask.control_record('max_running', p_type, p_max::text);
 END
 $$;
@@ -282,8 +286,8 @@ END
 $$;
 
 -- key_running is how many tasks with limit key p_key run now (claims not
--- expired) among the types of key space p_space: what the space's limit per
--- key counts. The claim calls it for the tasks with a limit key of a type
+-- expired, or expired within the last second, see ClaimControlled) among
+-- the types of key space p_space: what the space's limit per key counts. The claim calls it for the tasks with a limit key of a type
 -- with a key space only (index tasks_running_limit_key_idx).
 CREATE OR REPLACE FUNCTION corotask.key_running(p_space text, p_key text)
 RETURNS bigint
@@ -291,7 +295,7 @@ LANGUAGE sql STABLE SET search_path = '' AS $$
     SELECT count(*) FROM corotask.tasks r
     JOIN corotask.type_controls rc ON rc.task_type = r.task_type
     WHERE r.limit_key = p_key AND r.claim IS NOT NULL AND r.limit_key IS NOT NULL
-      AND r.claim_expires_at >= corotask.now() AND rc.key_space = p_space
+      AND r.claim_expires_at >= corotask.now() - interval '1 second' AND rc.key_space = p_space
 $$;
 
 -- rate_limit_tokens is how many tokens the bucket r holds at p_at: those it
@@ -311,7 +315,7 @@ $$;
 -- a limit that only acquire_tokens takes from). A new limit starts full;
 -- a changed one keeps the tokens it holds, up to its new rate.
 CREATE OR REPLACE FUNCTION corotask.set_rate_limit(p_name text, p_rate integer, p_per interval,
-    p_types text[] DEFAULT '{}', p_allow_new boolean DEFAULT false)
+    p_types text[] DEFAULT NULL, p_allow_new boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 DECLARE
@@ -330,7 +334,13 @@ BEGIN
             p_name, coalesce(p_per::text, 'NULL')
             USING ERRCODE = '22023';
     END IF;
-    types := corotask.control_types(p_types, p_allow_new, true);
+    IF p_types IS NULL THEN
+        -- No list: the limit keeps the types it has (changing a rate does
+        -- not detach them); '{}' detaches them all.
+        types := ARRAY(SELECT c.task_type FROM corotask.type_controls c WHERE c.rate_limit = p_name ORDER BY 1);
+    ELSE
+        types := corotask.control_types(p_types, p_allow_new, true);
+    END IF;
     PERFORM corotask.control_lock(types, 'rate_limit', p_name);
     UPDATE corotask.type_controls SET rate_limit = NULL WHERE rate_limit = p_name AND NOT task_type = ANY (types);
     UPDATE corotask.type_controls SET rate_limit = p_name WHERE task_type = ANY (types);
