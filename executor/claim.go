@@ -138,6 +138,9 @@ func (cl *claimer) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: %w", dberr.Translate(err))
 	}
+	if controlled {
+		cl.controlled.short.Store(len(res.claimed) < req.total)
+	}
 	if !controlled && len(res.controlled) > 0 {
 		// A type polled has gained flow controls: Claim took nothing, and
 		// the claim is made again, by ClaimControlled.

@@ -23,8 +23,9 @@ import (
 func (cm *committer) settle(pctx context.Context, c *claimed, out *outcome, opts typeOptions) error {
 	// A poll of a type with flow controls frees its slot under them when
 	// its claim is released, here, not when it returns: a claim may then
-	// take the next task that waits on them.
-	if cm.controlled.has(c.typ) {
+	// take the next task that waits on them, if the last claim left some
+	// (a claim that took all it asked for is followed by another anyway).
+	if cm.controlled.has(c.typ) && cm.controlled.short.Load() {
 		defer cm.signal()
 	}
 	// Writes must go through even while the executor shuts down; the

@@ -15,6 +15,10 @@ import (
 // such a child ready instead (see commit_polls).
 type controlledTypes struct {
 	set atomic.Pointer[map[tasks.Type]bool]
+	// short is whether the last claim of controlled types took fewer
+	// tasks than it asked for: limits may hold tasks back, and a slot
+	// freed under them is worth a claim (see committer.settle).
+	short atomic.Bool
 }
 
 // update records what a claim found of the types it asked about (asked):
