@@ -346,7 +346,9 @@ const claimControls = `ctl AS (
                                 WHERE r.task_type = c.task_type AND r.claim IS NOT NULL AND r.counted
                                   AND r.claim_expires_at >= corotask.now() - interval '1 second'),
                floor(b.tokens)), 0)::int END AS cap,
-           k.key_space, k.max_running AS key_max, b.name AS rate_name, b.tokens, b.token_secs
+           k.key_space, k.max_running AS key_max, b.name AS rate_name, b.tokens, b.token_secs,
+           CASE WHEN k.key_space IS NOT NULL
+                THEN ARRAY(SELECT x.task_type FROM corotask.type_controls x WHERE x.key_space = k.key_space) END AS space_types
     FROM corotask.type_controls c
     LEFT JOIN corotask.key_limits k ON k.key_space = c.key_space
     LEFT JOIN LATERAL (
@@ -361,9 +363,9 @@ const claimQuotaPlain = `quota AS (
     -- How many ready tasks to take of each type: of the uncapped types,
     -- their share of the $2 first (by priority, then age); of each capped
     -- type, its free slots.
-    SELECT typ, n, NULL::text AS key_space, NULL::int AS key_max FROM open_quota
+    SELECT typ, n, NULL::text AS key_space, NULL::int AS key_max, NULL::text[] AS space_types FROM open_quota
     UNION ALL
-    SELECT typ, n, NULL, NULL FROM unnest($3::text[], $4::int[]) AS q(typ, n)`
+    SELECT typ, n, NULL, NULL, NULL FROM unnest($3::text[], $4::int[]) AS q(typ, n)`
 
 // claimQuotaControlled is ClaimControlled's quota of each type, within its
 // controls.
@@ -373,10 +375,10 @@ const claimQuotaControlled = `quota AS (
     -- all: shares counted from the ready tasks, as open_quota does, would
     -- give a share to a type its controls hold back, and none to the
     -- others); of each capped type, its free slots.
-    SELECT o.typ, least($2::int, l.cap) AS n, l.key_space, l.key_max FROM unnest($1::text[]) AS o(typ)
+    SELECT o.typ, least($2::int, l.cap) AS n, l.key_space, l.key_max, l.space_types FROM unnest($1::text[]) AS o(typ)
     LEFT JOIN ctl l ON l.typ = o.typ
     UNION ALL
-    SELECT q.typ, least(q.n, l.cap), l.key_space, l.key_max FROM unnest($3::text[], $4::int[]) AS q(typ, n)
+    SELECT q.typ, least(q.n, l.cap), l.key_space, l.key_max, l.space_types FROM unnest($3::text[], $4::int[]) AS q(typ, n)
     LEFT JOIN ctl l ON l.typ = q.typ`
 
 // claimReady searches the ready tasks: of a priority above 0 first
@@ -391,7 +393,7 @@ const claimReady = `ready_first AS (
         SELECT t.task_id, t.priority, t.wake_at, t.limit_key FROM corotask.tasks t
         WHERE t.claim IS NULL AND t.done_at IS NULL AND t.wake_at IS NOT NULL AND t.priority > 0
           AND t.wake_at <= corotask.now() AND t.task_type = q.typ
-          AND (q.key_space IS NULL OR t.limit_key IS NULL OR corotask.key_running(q.key_space, t.limit_key) < q.key_max)
+          AND (q.key_space IS NULL OR t.limit_key IS NULL OR ` + claimKeyRunning + ` < q.key_max)
         ORDER BY t.priority DESC, t.wake_at
         LIMIT q.n
         FOR UPDATE OF t SKIP LOCKED
@@ -404,11 +406,21 @@ const claimReady = `ready_first AS (
         SELECT t.task_id, t.wake_at, t.limit_key FROM corotask.tasks t
         WHERE t.claim IS NULL AND t.done_at IS NULL AND t.wake_at IS NOT NULL AND t.priority = 0
           AND t.wake_at >= f.at AND t.wake_at <= corotask.now() AND t.task_type = q.typ
-          AND (q.key_space IS NULL OR t.limit_key IS NULL OR corotask.key_running(q.key_space, t.limit_key) < q.key_max)
+          AND (q.key_space IS NULL OR t.limit_key IS NULL OR ` + claimKeyRunning + ` < q.key_max)
         ORDER BY t.wake_at
         LIMIT greatest(q.n - (SELECT count(*) FROM ready_first h WHERE h.task_type = q.typ), 0)
         FOR UPDATE OF t SKIP LOCKED
     ) r`
+
+// claimKeyRunning counts the running tasks (claims not expired, or expired
+// within the last second: see ClaimControlled) with the limit key of task t
+// among the types q.space_types of its type's key space: what the space's
+// limit per key counts (index tasks_running_limit_key_idx). The claim
+// counts it only for the tasks with a limit key of a type with a key
+// space; corotask.key_running is the same count, for SQL and statuses.
+const claimKeyRunning = `(SELECT count(*) FROM corotask.tasks r
+              WHERE r.limit_key = t.limit_key AND r.claim IS NOT NULL AND r.limit_key IS NOT NULL
+                AND r.claim_expires_at >= corotask.now() - interval '1 second' AND r.task_type = ANY (q.space_types))`
 
 // claimStale searches the expired claims (ClaimControlled adds a
 // filter: a paused type waits), up to claimStaleTail.
@@ -457,15 +469,16 @@ const claimPickedControlled = `picked AS (
     -- free slots over both; each key within its room under its space's
     -- limit, and each rate limit within its whole tokens.
     SELECT p.task_id FROM (
-        SELECT c.task_id, c.k, c.priority, c.at, least(q.n, l.cap) AS cap,
-               row_number() OVER (PARTITION BY c.task_type ORDER BY c.k, c.priority DESC, c.at) AS rank,
-               CASE WHEN l.key_space IS NOT NULL AND c.limit_key IS NOT NULL THEN l.key_max - corotask.key_running(l.key_space, c.limit_key) END AS key_room,
-               row_number() OVER (PARTITION BY l.key_space, c.limit_key ORDER BY c.k, c.priority DESC, c.at) AS key_rank,
-               l.rate_name, l.tokens,
-               row_number() OVER (PARTITION BY l.rate_name ORDER BY c.k, c.priority DESC, c.at) AS rate_rank
-        FROM candidates c
-        LEFT JOIN unnest($3::text[], $4::int[]) AS q(typ, n) ON q.typ = c.task_type
-        LEFT JOIN ctl l ON l.typ = c.task_type
+        SELECT t.task_id, t.k, t.priority, t.at, least(s.n, q.cap) AS cap,
+               row_number() OVER (PARTITION BY t.task_type ORDER BY t.k, t.priority DESC, t.at) AS rank,
+               CASE WHEN q.key_space IS NOT NULL AND t.limit_key IS NOT NULL
+                    THEN q.key_max - ` + claimKeyRunning + ` END AS key_room,
+               row_number() OVER (PARTITION BY q.key_space, t.limit_key ORDER BY t.k, t.priority DESC, t.at) AS key_rank,
+               q.rate_name, q.tokens,
+               row_number() OVER (PARTITION BY q.rate_name ORDER BY t.k, t.priority DESC, t.at) AS rate_rank
+        FROM candidates t
+        LEFT JOIN unnest($3::text[], $4::int[]) AS s(typ, n) ON s.typ = t.task_type
+        LEFT JOIN ctl q ON q.typ = t.task_type
     ) p
     WHERE (p.cap IS NULL OR p.rank <= p.cap) AND (p.key_room IS NULL OR p.key_rank <= p.key_room)
       AND (p.rate_name IS NULL OR p.rate_rank <= p.tokens)

@@ -291,7 +291,10 @@ $$;
 -- with a key space only (index tasks_running_limit_key_idx).
 CREATE OR REPLACE FUNCTION corotask.key_running(p_space text, p_key text)
 RETURNS bigint
-LANGUAGE sql STABLE SET search_path = '' AS $$
+-- No SET search_path (every name in it is qualified): a SET makes each call
+-- save and restore the setting, and the claim calls it for every task with
+-- a limit key it considers.
+LANGUAGE sql STABLE AS $$
     SELECT count(*) FROM corotask.tasks r
     JOIN corotask.type_controls rc ON rc.task_type = r.task_type
     WHERE r.limit_key = p_key AND r.claim IS NOT NULL AND r.limit_key IS NOT NULL
