@@ -417,7 +417,7 @@ const claimReady = `ready_first AS (
 // among the types q.space_types of its type's key space: what the space's
 // limit per key counts (index tasks_running_limit_key_idx). The claim
 // counts it only for the tasks with a limit key of a type with a key
-// space; corotask.key_running is the same count, for SQL and statuses.
+// space.
 const claimKeyRunning = `(SELECT count(*) FROM corotask.tasks r
               WHERE r.limit_key = t.limit_key AND r.claim IS NOT NULL AND r.limit_key IS NOT NULL
                 AND r.claim_expires_at >= corotask.now() - interval '1 second' AND r.task_type = ANY (q.space_types))`

@@ -285,22 +285,6 @@ BEGIN
 END
 $$;
 
--- key_running is how many tasks with limit key p_key run now (claims not
--- expired, or expired within the last second, see ClaimControlled) among
--- the types of key space p_space: what the space's limit per key counts. The claim calls it for the tasks with a limit key of a type
--- with a key space only (index tasks_running_limit_key_idx).
-CREATE OR REPLACE FUNCTION corotask.key_running(p_space text, p_key text)
-RETURNS bigint
--- No SET search_path (every name in it is qualified): a SET makes each call
--- save and restore the setting, and the claim calls it for every task with
--- a limit key it considers.
-LANGUAGE sql STABLE AS $$
-    SELECT count(*) FROM corotask.tasks r
-    JOIN corotask.type_controls rc ON rc.task_type = r.task_type
-    WHERE r.limit_key = p_key AND r.claim IS NOT NULL AND r.limit_key IS NOT NULL
-      AND r.claim_expires_at >= corotask.now() - interval '1 second' AND rc.key_space = p_space
-$$;
-
 -- rate_limit_tokens is how many tokens the bucket r holds at p_at: those it
 -- held at its refill, and rate per per since, up to rate. A time before its
 -- refill (a clock moved back) adds none.
