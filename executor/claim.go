@@ -82,23 +82,26 @@ func (cl *claimer) request() claimRequest {
 // that attempt counted; one that thereby reached its type's MaxFailures is
 // ended as failed here, not polled.
 func (cl *claimer) claim(ctx context.Context, req claimRequest) ([]*claimed, time.Time, error) {
+	// Types with flow controls (as the last claim found them) are claimed
+	// by the statement that counts against them, after their controls are
+	// locked; the other reads none of that, and claims nothing when a type
+	// has gained controls (see claimWith).
+	return cl.claimWith(ctx, req, cl.controlled.any())
+}
+
+// claimWith is claim, by ClaimControlled (after ClaimControls) when
+// controlled, else by Claim.
+func (cl *claimer) claimWith(ctx context.Context, req claimRequest, controlled bool) ([]*claimed, time.Time, error) {
 	floors := &cl.floors
 	at := time.Now()
 	from, staleFrom, full, count := floors.from(req, cl.cfg.PollInterval, at)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(query.ClaimSettings)
-	// Types with flow controls (as the last claim found them) are claimed
-	// by the statement that counts against them, after their controls are
-	// locked; the other reads none of that, and claims nothing when a type
-	// has gained controls (see below).
-	controlled := cl.controlled.any()
 	stmt := query.Claim
 	if controlled {
 		stmt = query.ClaimControlled
 		b.Queue(query.ClaimControls, req.all)
-	} else {
-		b.Queue(query.ClaimLock, req.all)
 	}
 	if count {
 		b.Queue(query.ClaimReadyEntriesWalked)
@@ -124,8 +127,8 @@ func (cl *claimer) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	defer cancel()
 	sent := time.Now()
 	br := conn.SendBatch(sendCtx, b)
-	res, err := readClaim(br, at, count)
-	if err == nil {
+	res, err := readClaim(br, at, count, controlled)
+	if err == nil && controlled {
 		cl.controlled.update(req.all, res.controlled)
 	}
 	took := time.Since(sent)
@@ -141,10 +144,10 @@ func (cl *claimer) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	if controlled {
 		cl.controlled.short.Store(len(res.claimed) < req.total)
 	}
-	if !controlled && len(res.controlled) > 0 {
+	if !controlled && res.gainedControls {
 		// A type polled has gained flow controls: Claim took nothing, and
 		// the claim is made again, by ClaimControlled.
-		return cl.claim(ctx, req)
+		return cl.claimWith(ctx, req, true)
 	}
 	switch floors.settle(req, res, full, count, at, took) {
 	case floorModeStarted:
@@ -202,24 +205,29 @@ type claimResult struct {
 	// walked is how many entries of the ready index the claim walked (if
 	// counted).
 	walked int64
-	// controlled is the types of the request with flow controls.
-	controlled []string
+	// controlled is the types of the request with flow controls (read by
+	// ClaimControls), and gainedControls whether Claim found some (and so
+	// claimed nothing).
+	controlled     []string
+	gainedControls bool
 }
 
 // readClaim reads the results of the claim's pipeline (with, if count, the
 // counts of index entries around the claim's statement): the claimed tasks,
 // whether each was taken over from an expired claim, the next wake_at and
 // the floors. The claimed rows count only once the COMMIT has succeeded.
-func readClaim(br pgx.BatchResults, at time.Time, count bool) (res claimResult, err error) {
+func readClaim(br pgx.BatchResults, at time.Time, count, controlled bool) (res claimResult, err error) {
 	for range 2 { // BEGIN, the settings
 		if _, err := br.Exec(); err != nil {
 			return claimResult{}, err
 		}
 	}
-	var lock string
-	var locked int64
-	if err := br.QueryRow().Scan(&lock, &res.controlled, &locked); err != nil { // the controls
-		return claimResult{}, err
+	if controlled {
+		var lock string
+		var locked int64
+		if err := br.QueryRow().Scan(&lock, &res.controlled, &locked); err != nil { // ClaimControls
+			return claimResult{}, err
+		}
 	}
 	var before, after int64
 	if count {
@@ -256,6 +264,7 @@ func readClaim(br pgx.BatchResults, at time.Time, count bool) (res claimResult, 
 				res.next = *wake
 			}
 			res.floors, res.staleFloor = floors, sfloor
+			res.gainedControls = woke != nil
 			continue
 		}
 		c.id, c.typ, c.claim, c.failures, c.attempt, c.claimedAt, c.takenOver = id, tasks.Type(*typ), token.Bytes, int(*failures), int(*attempt), at, *stale

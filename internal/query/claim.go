@@ -25,7 +25,7 @@ const ClaimTakeoverError = "claim expired: the executor polling this task stoppe
 // so the caller's pool is left as it was.
 //
 // It also takes ControlsLock shared, in this statement before the claim's
-// others, so that ClaimLock or ClaimControls, and the claim, take their
+// others, so that ClaimControls, and the claim, take their
 // snapshots after it: a change of the controls that committed while the
 // claim waited for it is seen (and its rows locked) by all of them.
 const ClaimSettings = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true), pg_advisory_xact_lock_shared(" + ControlsLock + ")::text"
@@ -37,17 +37,6 @@ const ClaimSettings = "SELECT set_config('plan_cache_mode', 'force_generic_plan'
 // for the claims in flight, and every claim after it reads it: once
 // `corotask pause` returns, no claim of the type starts.
 const ControlsLock = "1668248175, 1952543595"
-
-// ClaimLock is ClaimControls for a claim by Claim, whose types had no
-// controls at the last claim: it locks the rows of the types of $1 in
-// corotask.type_controls (none, usually), and
-// returns those types, as ClaimControls does; the key spaces and rate
-// limits, which only types with controls name, it leaves. Should a type
-// have gained controls, Claim claims nothing and the executor claims again
-// with ClaimControls and ClaimControlled.
-const ClaimLock = `SELECT ''::text,
-       ARRAY(SELECT task_type FROM corotask.type_controls WHERE task_type = ANY ($1::text[]) ORDER BY task_type FOR NO KEY UPDATE),
-       0::bigint`
 
 // ClaimControls locks, for the claim that follows it in the transaction,
 // the controls of the types it polls ($1): their rows in
@@ -169,8 +158,8 @@ const ClaimParams = "text[], int, text[], int[], float8, text[], uuid, uuid[], i
 // the oldest wake_at; and, when $12 is true, tasks of any type $6 whose
 // claim expired (their executor died or stalled), but for the tasks $8
 // this executor is polling. When a type of $6 has flow controls it claims
-// nothing (a one-time filter): ClaimControls, earlier in the transaction,
-// has told the executor so, which then claims with ClaimControlled. The
+// nothing (a one-time filter), and its last row says so (its last column is
+// 1): the executor then claims with ClaimControls and ClaimControlled. The
 // claim loop asks for the stale search once per PollInterval; without it,
 // the stale CTE is a one-time filter that reads nothing.
 //
@@ -259,7 +248,8 @@ WITH ` + claimSearch + `
 ), ` + claimUpdate + claimUpdateTail + `
     WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
     ` + claimReturning + `
-), ` + claimTail + claimNextWake + `, NULL, ` + claimFloorsTail
+), ` + claimTail + claimNextWake + `, NULL, ` + claimFloorsTail + `,
+    (SELECT 1::smallint WHERE EXISTS (SELECT 1 FROM corotask.type_controls x WHERE x.task_type = ANY ($6::text[])))`
 
 // ClaimControlled is Claim for an executor some of whose types have flow
 // controls (corotask.type_controls: see docs/flow-control.md), with the
@@ -294,7 +284,7 @@ WITH ` + claimControls + `
     WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
     ` + claimReturning + `
 ), ` + claimTook + `
-), ` + claimTail + `least(` + claimNextWake + `, (` + claimNextToken + `)), NULL, ` + claimFloorsTail
+), ` + claimTail + `least(` + claimNextWake + `, (` + claimNextToken + `)), NULL, ` + claimFloorsTail + `, NULL`
 
 // claimSearch begins the claim statements: the floors of the
 // searches, and the share of each uncapped type (open_quota).
@@ -599,7 +589,8 @@ const claimNextToken = `
     CROSS JOIN LATERAL (SELECT coalesce(k.tokens, l.tokens) AS left) b
     WHERE l.rate_name IS NOT NULL AND b.left < 1`
 
-// claimFloorsTail ends the last row: the next floors.
+// claimFloorsTail ends the last row but for its last column: the next
+// floors.
 const claimFloorsTail = `(
     -- Each type's next floor: its oldest ready task in the statement's
     -- snapshot (locked or not; those this statement claims included), but
@@ -621,7 +612,7 @@ const claimFloorsTail = `(
         ORDER BY claim_expires_at
         LIMIT 1
     ) s
-    WHERE $12::boolean AND $11::timestamptz IS NOT NULL), NULL, NULL`
+    WHERE $12::boolean AND $11::timestamptz IS NOT NULL), NULL`
 
 // ClaimFail ends a task taken over from an expired claim as failed, without
 // polling it, and tells its parent: its type's MaxFailures is reached.
