@@ -44,3 +44,12 @@ func TestLimitHistory(t *testing.T) {
 	require.Equal(t, exitUsage, r.code)
 	require.Contains(t, r.stderr, "--history")
 }
+
+// Setting a key space with fewer types says which types leave it.
+func TestLimitKeySaysWhichTypesLeave(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("limit", "key", "tenants", "2", "--type", "a", "--type", "b", "--allow-new-type")
+	out := c.ok("limit", "key", "tenants", "3", "--type", "a")
+	require.Contains(t, out, "key space tenants: at most 3 running per key, over a; no longer over b")
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -220,8 +221,17 @@ func (l *limitChange) apply(ctx context.Context, db tasks.DB) (string, error) {
 	case l.what == "key" && l.clear:
 		return "key space " + name + ": removed", tasks.ClearKeyLimit(ctx, db, l.name)
 	case l.what == "key":
-		return fmt.Sprintf("key space %s: at most %d running per key, over %s", name, l.n, typeNames(l.types)),
-			tasks.SetKeyLimit(ctx, db, l.name, l.n, l.types, l.opts...)
+		done := fmt.Sprintf("key space %s: at most %d running per key, over %s", name, l.n, typeNames(l.types))
+		// The types given become the space's: say which ones leave it, so
+		// that a partial list is not a silent change.
+		left, err := typesLeavingSpace(ctx, db, l.name, l.types)
+		if err != nil {
+			return "", err
+		}
+		if len(left) > 0 {
+			done += "; no longer over " + typeNames(left)
+		}
+		return done, tasks.SetKeyLimit(ctx, db, l.name, l.n, l.types, l.opts...)
 	case l.clear:
 		return "rate limit " + name + ": removed", tasks.ClearRateLimit(ctx, db, l.name)
 	}
@@ -421,4 +431,25 @@ func (a *app) showControlChanges(ctx context.Context, n int, asJSON bool) error 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.At.UTC().Format(time.RFC3339), c.Action, c.Subject, c.Detail, c.By)
 	}
 	return tw.Flush()
+}
+
+// typesLeavingSpace returns the types of key space space that are not among
+// types: those setting the space with types takes out of it.
+func typesLeavingSpace(ctx context.Context, db tasks.DB, space string, types []tasks.Type) ([]tasks.Type, error) {
+	c, err := tasks.Controls(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	var left []tasks.Type
+	for _, k := range c.KeySpaces {
+		if k.Name != space {
+			continue
+		}
+		for _, t := range k.Types {
+			if !slices.Contains(types, t) {
+				left = append(left, t)
+			}
+		}
+	}
+	return left, nil
 }
