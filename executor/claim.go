@@ -223,9 +223,8 @@ func readClaim(br pgx.BatchResults, at time.Time, count, controlled bool) (res c
 		}
 	}
 	if controlled {
-		var lock string
 		var locked int64
-		if err := br.QueryRow().Scan(&lock, &res.controlled, &locked); err != nil { // ClaimControls
+		if err := br.QueryRow().Scan(&res.controlled, &locked); err != nil { // ClaimControls
 			return claimResult{}, err
 		}
 	}

@@ -24,19 +24,11 @@ const ClaimTakeoverError = "claim expired: the executor polling this task stoppe
 // set_config(..., true) keeps the settings to the claim's own transaction,
 // so the caller's pool is left as it was.
 //
-// It also takes ControlsLock shared, in this statement before the claim's
+// It also takes the controls lock (corotask.controls_lock_key) shared, in this statement before the claim's
 // others, so that ClaimControls, and the claim, take their
 // snapshots after it: a change of the controls that committed while the
 // claim waited for it is seen (and its rows locked) by all of them.
-const ClaimSettings = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true), pg_advisory_xact_lock_shared(" + ControlsLock + ")::text"
-
-// ControlsLock is the advisory lock (pg_advisory_xact_lock's two keys,
-// "coro" and "task" in ASCII)
-// that orders claims and changes of the controls: a claim holds it shared
-// (ClaimControls), a change of a control exclusive, so that a change waits
-// for the claims in flight, and every claim after it reads it: once
-// `corotask pause` returns, no claim of the type starts.
-const ControlsLock = "1668248175, 1952543595"
+const ClaimSettings = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true), pg_advisory_xact_lock_shared(corotask.controls_lock_key())::text"
 
 // ClaimControls locks, for the claim that follows it in the transaction,
 // the controls of the types it polls ($1): their rows in
@@ -45,8 +37,10 @@ const ControlsLock = "1668248175, 1952543595"
 // two executors claiming a limited type count its running polls one after
 // the other, each in a snapshot taken after the other's claim committed.
 // A type without controls has no row, and locks nothing. ClaimSettings,
-// before it, took ControlsLock shared. It returns the types of $1 that have
-// controls: the executor creates no eager child of those (see eager.go).
+// before it, took the controls lock shared. It returns the types of $1 that have
+// controls (the executor creates no eager child of those: see eager.go), and
+// how many key spaces and rate limits it locked (reading them is what makes
+// their locking CTEs run).
 const ClaimControls = `
 WITH types AS (
     SELECT task_type, key_space, rate_limit FROM corotask.type_controls
@@ -62,7 +56,7 @@ WITH types AS (
     ORDER BY name
     FOR NO KEY UPDATE
 )
-SELECT ''::text, coalesce((SELECT array_agg(task_type) FROM types), '{}'),
+SELECT coalesce((SELECT array_agg(task_type) FROM types), '{}'),
        (SELECT count(*) FROM spaces) + (SELECT count(*) FROM rates)`
 
 // ClaimReadyEntriesWalked is how many entries of the ready index the scans

@@ -18,8 +18,7 @@ const (
 	HeartbeatRenew = `WITH locked AS MATERIALIZED (
 		SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
 		JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim
-		WHERE t.claim_expires_at >= now() OR NOT t.counted AND (t.limit_key IS NULL OR NOT EXISTS (
-			SELECT 1 FROM corotask.type_controls c WHERE c.task_type = t.task_type AND c.key_space IS NOT NULL))
+		WHERE ` + heartbeatRenewable + `
 		FOR UPDATE OF t SKIP LOCKED
 	)
 	UPDATE corotask.tasks t SET heartbeat = now(), claim_expires_at = now() + make_interval(secs => $3)
@@ -29,9 +28,14 @@ const (
 	// without locking: those a renewal skipped that are still ours.
 	HeartbeatHeld = `SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
 		JOIN corotask.tasks t ON t.task_id = c.task_id AND t.claim = c.claim
-		WHERE t.claim_expires_at >= now() OR NOT t.counted AND (t.limit_key IS NULL OR NOT EXISTS (
-			SELECT 1 FROM corotask.type_controls c WHERE c.task_type = t.task_type AND c.key_space IS NOT NULL))`
+		WHERE ` + heartbeatRenewable
 	// HeartbeatCanceled returns those of the tasks $1 that were canceled.
 	HeartbeatCanceled = `SELECT task_id FROM corotask.tasks
 		WHERE task_id = ANY ($1::uuid[]) AND outcome = 'canceled'`
 )
+
+// heartbeatRenewable is what a claim t must be to be renewed (and held):
+// not expired, or expired but counting toward no flow-control limit (see
+// HeartbeatRenew).
+const heartbeatRenewable = `t.claim_expires_at >= now() OR NOT t.counted AND (t.limit_key IS NULL OR NOT EXISTS (
+			SELECT 1 FROM corotask.type_controls c WHERE c.task_type = t.task_type AND c.key_space IS NOT NULL))`

@@ -67,8 +67,31 @@ BEGIN
 END
 $$;
 
+-- controls_lock_key is the key of the advisory lock that orders claims and
+-- changes of the flow controls: a claim holds it shared from its first
+-- statement (internal/query's ClaimSettings; commit_polls too when it may
+-- create children claimed), a change exclusive (control_begin), so that a
+-- change waits for the claims in flight and every claim after it sees it.
+-- ("corotask" in ASCII; inlined by the planner into a constant.)
+CREATE OR REPLACE FUNCTION corotask.controls_lock_key() RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT 7165071355189228395::bigint
+$$;
+
+-- rate_limit_tokens is how many tokens the bucket r holds at p_at: those it
+-- held at its refill, and rate per per since, up to rate. A time before its
+-- refill (a clock moved back) adds none.
+CREATE OR REPLACE FUNCTION corotask.rate_limit_tokens(r corotask.rate_limits, p_at timestamptz)
+RETURNS float8
+LANGUAGE sql IMMUTABLE SET search_path = '' AS $$
+    SELECT LEAST(r.rate::float8,
+                 r.tokens + GREATEST(0::float8, extract(epoch FROM p_at - r.refilled_at)::float8)
+                            * r.rate / extract(epoch FROM r.per)::float8)
+$$;
+
 -- type_held says whether the controls c hold back every ready task of their
--- type: it runs its max_running counted claims (counted up to that many),
+-- type: it runs its max_running counted claims (counted up to that many, as
+-- the claim counts them: until a second after their expiry),
 -- or its rate limit has no whole token (the bucket as
 -- corotask.rate_limit_tokens computes it). status() below calls it only for
 -- a type that has controls.
@@ -78,13 +101,10 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
                 ELSE c.max_running <= (SELECT count(*) FROM (
                          SELECT 1 FROM corotask.tasks r
                          WHERE r.task_type = c.task_type AND r.claim IS NOT NULL AND r.counted
-                           AND r.claim_expires_at >= corotask.now()
+                           AND r.claim_expires_at >= corotask.now() - interval '1 second'
                          LIMIT c.max_running) n) END
         OR EXISTS (SELECT 1 FROM corotask.rate_limits l
-                   WHERE l.name = c.rate_limit
-                     AND LEAST(l.rate::float8,
-                               l.tokens + GREATEST(0::float8, extract(epoch FROM corotask.now() - l.refilled_at)::float8)
-                                          * l.rate / extract(epoch FROM l.per)::float8) < 1)
+                   WHERE l.name = c.rate_limit AND corotask.rate_limit_tokens(l, corotask.now()) < 1)
 $$;
 
 -- key_full says whether key p_key runs the maximum of key space p_space:
@@ -98,7 +118,7 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
           AND k.max_running <= (SELECT count(*) FROM (
                   SELECT 1 FROM corotask.tasks r
                   JOIN corotask.type_controls rc ON rc.task_type = r.task_type AND rc.key_space = k.key_space
-                  WHERE r.limit_key = p_key AND r.claim IS NOT NULL AND r.claim_expires_at >= corotask.now()
+                  WHERE r.limit_key = p_key AND r.claim IS NOT NULL AND r.claim_expires_at >= corotask.now() - interval '1 second'
                   LIMIT k.max_running) n))
 $$;
 

@@ -92,11 +92,11 @@ BEGIN
             p_claimed_by, p_claim_secs USING ERRCODE = '22023';
     END IF;
     -- A commit that may create children claimed (eager) holds the controls
-    -- lock shared, as a claim does (see corotask.control_begin), from the
+    -- lock shared, as a claim does (see corotask.controls_lock_key), from the
     -- start, before any row: it reads the controls of those children's
     -- types below, and a change of them waits for it.
     IF p_claimed_by IS NOT NULL THEN
-        PERFORM pg_advisory_xact_lock_shared(1668248175, 1952543595);
+        PERFORM pg_advisory_xact_lock_shared(corotask.controls_lock_key());
     END IF;
     -- A commit that writes rows beyond its own tasks (messages to other
     -- tasks, completions to parents) locks every row it writes in task_id

@@ -35,15 +35,15 @@
 --   CT4K4  no key limit of that key space
 -- set_task_priority raises those of operator_lock: CT404, CT410, CT409.
 
--- control_begin begins a change of the controls: it takes ControlsLock
--- (see internal/query) exclusive, which every claim holds shared while it
+-- control_begin begins a change of the controls: it takes the controls lock
+-- (see corotask.controls_lock_key) exclusive, which every claim holds shared while it
 -- runs, so that the change waits for the claims in flight and every later
 -- claim sees it (once pause_type returns, no claim of the type starts). It
 -- is taken before any row, as claims take it before theirs.
 CREATE OR REPLACE FUNCTION corotask.control_begin()
 RETURNS void
 LANGUAGE sql SET search_path = '' AS $$
-    SELECT pg_catalog.pg_advisory_xact_lock(1668248175, 1952543595)
+    SELECT pg_catalog.pg_advisory_xact_lock(corotask.controls_lock_key())
 $$;
 
 -- control_record records a change of the controls.
@@ -283,17 +283,6 @@ BEGIN
     PERFORM corotask.control_tidy();
     PERFORM corotask.control_record('key_limit', p_space, 'cleared');
 END
-$$;
-
--- rate_limit_tokens is how many tokens the bucket r holds at p_at: those it
--- held at its refill, and rate per per since, up to rate. A time before its
--- refill (a clock moved back) adds none.
-CREATE OR REPLACE FUNCTION corotask.rate_limit_tokens(r corotask.rate_limits, p_at timestamptz)
-RETURNS float8
-LANGUAGE sql IMMUTABLE SET search_path = '' AS $$
-    SELECT LEAST(r.rate::float8,
-                 r.tokens + GREATEST(0::float8, extract(epoch FROM p_at - r.refilled_at)::float8)
-                            * r.rate / extract(epoch FROM r.per)::float8)
 $$;
 
 -- set_rate_limit sets the rate limit p_name: at most p_rate takes per p_per
