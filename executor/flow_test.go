@@ -153,11 +153,13 @@ func TestDeadExecutorsSlotComesBackWhenItsClaimExpires(t *testing.T) {
 	cfgA.HeartbeatTimeout, cfgA.HeartbeatInterval = testdb.LongHeartbeat, 20*time.Minute
 	a := executor.MustNew(testdb.Pool(t, url), cfgA)
 	entered, release := make(chan struct{}), make(chan struct{})
+	// A polls one task of the type at most (it still polls the first when
+	// its claim is taken over), so that only B claims the second.
 	executor.Register(a, "limited", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		close(entered)
 		<-release
 		return executor.Done(), nil
-	}))
+	}), executor.MaxConcurrency(1))
 	stopA := start(t, a)
 	defer stopA()
 	defer close(release)
