@@ -497,7 +497,10 @@ func (h *harness) restart(ctx context.Context, crash bool) {
 	h.dbDown.Lock()
 	defer h.dbDown.Unlock()
 	began := time.Now()
-	c, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	// A restart begun as the run ends goes on to its end: cut short, it
+	// would leave the server down (or count as a failed restart) while the
+	// harness drains.
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	if err := h.cfg.Restart(c, crash); err != nil {
 		// The server must come back for the run to go on; on a loaded
