@@ -235,7 +235,7 @@ const ClaimParams = "text[], int, text[], int[], float8, text[], uuid, uuid[], i
 const Claim = `
 WITH ` + claimSearch + `
 ), ` + claimQuotaPlain + `
-), ` + claimReady + `
+), ` + claimReadyPlain + `
 ), ` + claimStale + claimStaleTail + `
 ), ` + claimCandidates + `
 ), ` + claimPickedPlain + `
@@ -243,7 +243,7 @@ WITH ` + claimSearch + `
     WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
     ` + claimReturning + `
 ), ` + claimTail + claimNextWake + `, NULL, ` + claimFloorsTail + `,
-    (SELECT 1::smallint WHERE EXISTS (SELECT 1 FROM corotask.type_controls x WHERE x.task_type = ANY ($6::text[])))`
+    (SELECT 1::smallint FROM gained WHERE yes)`
 
 // ClaimControlled is Claim for an executor some of whose types have flow
 // controls (corotask.type_controls: see docs/flow-control.md), with the
@@ -267,7 +267,7 @@ const ClaimControlled = `
 WITH ` + claimControls + `
 ), ` + claimSearch + `
 ), ` + claimQuotaControlled + `
-), ` + claimReady + `
+), ` + claimReadyKeyed + `
 ), ` + claimStale + `
       AND task_type <> ALL (ARRAY(SELECT typ FROM ctl WHERE cap = 0))` + claimStaleTail + `
 ), ` + claimCandidates + `
@@ -365,19 +365,20 @@ const claimQuotaControlled = `quota AS (
     SELECT q.typ, least(q.n, l.cap), l.key_space, l.key_max, l.space_types FROM unnest($3::text[], $4::int[]) AS q(typ, n)
     LEFT JOIN ctl l ON l.typ = q.typ`
 
-// claimReady searches the ready tasks: of a priority above 0 first
-// (ready_first), then of priority 0 (ready).
-const claimReady = `ready_first AS (
+// claimReadyFirst, claimReadyThen and claimReadyEnd, with a filter
+// between them (claimReadyPlain or claimReadyKeyed), search the ready
+// tasks: of a priority above 0 first (ready_first), then of priority 0
+// (ready).
+const claimReadyFirst = `ready_first AS (
     -- The ready tasks of a priority above 0, the highest first (their own
-    -- index, empty while no task has one). A task whose key is at its
-    -- space's limit waits (the subquery runs only for tasks with a key, of
-    -- a type with a key space).
+    -- index, empty while no task has one).
     SELECT r.task_id, q.typ AS task_type, r.priority, r.wake_at AS at, r.limit_key FROM quota q
     CROSS JOIN LATERAL (
         SELECT t.task_id, t.priority, t.wake_at, t.limit_key FROM corotask.tasks t
         WHERE t.claim IS NULL AND t.done_at IS NULL AND t.wake_at IS NOT NULL AND t.priority > 0
-          AND t.wake_at <= corotask.now() AND t.task_type = q.typ
-          AND (q.key_space IS NULL OR t.limit_key IS NULL OR ` + claimKeyRunning + ` < q.key_max)
+          AND t.wake_at <= corotask.now() AND t.task_type = q.typ`
+
+const claimReadyThen = `
         ORDER BY t.priority DESC, t.wake_at
         LIMIT q.n
         FOR UPDATE OF t SKIP LOCKED
@@ -389,12 +390,27 @@ const claimReady = `ready_first AS (
     CROSS JOIN LATERAL (
         SELECT t.task_id, t.wake_at, t.limit_key FROM corotask.tasks t
         WHERE t.claim IS NULL AND t.done_at IS NULL AND t.wake_at IS NOT NULL AND t.priority = 0
-          AND t.wake_at >= f.at AND t.wake_at <= corotask.now() AND t.task_type = q.typ
-          AND (q.key_space IS NULL OR t.limit_key IS NULL OR ` + claimKeyRunning + ` < q.key_max)
+          AND t.wake_at >= f.at AND t.wake_at <= corotask.now() AND t.task_type = q.typ`
+
+const claimReadyEnd = `
         ORDER BY t.wake_at
         LIMIT greatest(q.n - (SELECT count(*) FROM ready_first h WHERE h.task_type = q.typ), 0)
         FOR UPDATE OF t SKIP LOCKED
     ) r`
+
+// claimReadyPlain is Claim's search of the ready tasks: no key space
+// holds any back.
+const claimReadyPlain = claimReadyFirst + claimReadyThen + claimReadyEnd
+
+// claimReadyKeyed is ClaimControlled's: a task whose key is at its
+// space's limit waits (the subquery runs only for tasks with a key, of a
+// type with a key space).
+const claimReadyKeyed = claimReadyFirst + claimKeyFilter + claimReadyThen + claimKeyFilter + claimReadyEnd
+
+// claimKeyFilter passes over a task whose limit key is at its space's
+// limit.
+const claimKeyFilter = `
+          AND (q.key_space IS NULL OR t.limit_key IS NULL OR ` + claimKeyRunning + ` < q.key_max)`
 
 // claimKeyRunning counts the running tasks (claims not expired, or expired
 // within the last second: see ClaimControlled) with the limit key of task t
@@ -430,7 +446,11 @@ const claimCandidates = `candidates AS (
     UNION ALL SELECT task_id, task_type, 1, priority, at, limit_key FROM ready`
 
 // claimPickedPlain is Claim's choice among the candidates.
-const claimPickedPlain = `picked AS (
+const claimPickedPlain = `gained AS (
+    -- Whether a type polled has flow controls, read once (picked and the
+    -- last row use it).
+    SELECT EXISTS (SELECT 1 FROM corotask.type_controls x WHERE x.task_type = ANY ($6::text[])) AS yes
+), picked AS (
     -- Stale claims first, then ready tasks by priority and age, each capped
     -- type within its free slots over both. Nothing when a type polled has
     -- flow controls: the executor claims with ClaimControlled then.
@@ -439,7 +459,7 @@ const claimPickedPlain = `picked AS (
                row_number() OVER (PARTITION BY c.task_type ORDER BY c.k, c.priority DESC, c.at) AS rank
         FROM candidates c
         LEFT JOIN unnest($3::text[], $4::int[]) AS q(typ, n) ON q.typ = c.task_type
-        WHERE NOT EXISTS (SELECT 1 FROM corotask.type_controls x WHERE x.task_type = ANY ($6::text[]))
+        WHERE NOT (SELECT yes FROM gained)
     ) p
     WHERE p.cap IS NULL OR p.rank <= p.cap
     ORDER BY p.k, p.priority DESC, p.at
