@@ -44,6 +44,14 @@ func checkFlowSmoke(t *testing.T, name string, rec record) {
 			require.Positive(t, m[phase+"_p50_ms"], phase)
 			require.LessOrEqual(t, m[phase+"_p50_ms"], m[phase+"_p95_ms"], phase)
 			require.LessOrEqual(t, m[phase+"_p95_ms"], m[phase+"_p99_ms"], phase)
+			// The parts: the claim that took the task found, and each part
+			// within the latencies. (The wait may be below zero: a claim
+			// sent as the create's COMMIT was may still see the task.)
+			for _, part := range []string{"_claim_p50_ms", "_start_p50_ms"} {
+				require.Positive(t, m[phase+part], phase+part)
+				require.LessOrEqual(t, m[phase+part], m[phase+"_p99_ms"], phase+part)
+			}
+			require.Less(t, math.Abs(m[phase+"_wait_p50_ms"]), m[phase+"_p99_ms"], phase)
 		}
 		require.InDelta(t, m["backlog_p50_ms"]/m["empty_p50_ms"], m["backlog_vs_empty_p50"], 0.01*m["backlog_vs_empty_p50"])
 		require.Positive(t, m["backlog_min"], "the backlog never ran out")

@@ -19,11 +19,9 @@ const (
 	benchKeySpace = "bench.keys"
 )
 
-// claimTally is executor hooks that time the claim statements (and pass
-// every call on to next, the hooks Options.OTel turns on, if any).
+// claimTally is executor hooks that time the claim statements.
 type claimTally struct {
-	executor.NoHooks
-	next executor.Hooks
+	hookChain
 
 	mu sync.Mutex
 	// claims counts the claim statements, and took is their total time;
@@ -47,34 +45,7 @@ func (c *claimTally) ClaimDone(ctx context.Context, info *executor.ClaimInfo) {
 		c.tasks += int64(info.Claimed)
 	}
 	c.mu.Unlock()
-	if c.next != nil {
-		c.next.ClaimDone(ctx, info)
-	}
-}
-
-func (c *claimTally) PollStart(ctx context.Context, info *executor.PollInfo) context.Context {
-	if c.next != nil {
-		return c.next.PollStart(ctx, info)
-	}
-	return ctx
-}
-
-func (c *claimTally) PollDone(ctx context.Context, info *executor.PollInfo, result *executor.PollResult) {
-	if c.next != nil {
-		c.next.PollDone(ctx, info, result)
-	}
-}
-
-func (c *claimTally) CommitDone(ctx context.Context, info *executor.CommitInfo) {
-	if c.next != nil {
-		c.next.CommitDone(ctx, info)
-	}
-}
-
-func (c *claimTally) HeartbeatDone(ctx context.Context, info *executor.HeartbeatInfo) {
-	if c.next != nil {
-		c.next.HeartbeatDone(ctx, info)
-	}
+	c.hookChain.ClaimDone(ctx, info)
 }
 
 // keyRun is what one round of one variant of keylimit measured.

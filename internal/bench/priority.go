@@ -38,6 +38,13 @@ type highPoll struct {
 	start time.Time
 }
 
+// prioritySample is one high-priority task's latency, and its parts: from
+// the commit of its create to the start of the claim that took it (wait),
+// that claim (claim), and from its end to the poll's start (start).
+type prioritySample struct {
+	latency, wait, claim, start time.Duration
+}
+
 // priorityPoller reports the start of each high-priority poll on polled,
 // and polls the backlog's tasks in pollTime each (a sleep), counting them.
 func priorityPoller(pollTime time.Duration, polled chan<- highPoll, low *atomic.Int64) executor.PollerFunc[priorityOrder, json.RawMessage] {
@@ -60,7 +67,26 @@ func priorityPoller(pollTime time.Duration, polled chan<- highPoll, low *atomic.
 
 // priorityPhase is what one phase of priority measured.
 type priorityPhase struct {
-	latency, commit []time.Duration
+	samples []prioritySample
+	commit  []time.Duration
+}
+
+// parts returns the p50 of the latencies and of their parts.
+func (ph priorityPhase) parts() (latency, wait, claim, start float64) {
+	var l, w, c, s []time.Duration
+	for _, x := range ph.samples {
+		l, w, c, s = append(l, x.latency), append(w, x.wait), append(c, x.claim), append(s, x.start)
+	}
+	return percentiles(l, 50)[0], percentiles(w, 50)[0], percentiles(c, 50)[0], percentiles(s, 50)[0]
+}
+
+// latencies returns the latencies of the samples.
+func (ph priorityPhase) latencies() []time.Duration {
+	out := make([]time.Duration, len(ph.samples))
+	for i, x := range ph.samples {
+		out[i] = x.latency
+	}
+	return out
 }
 
 // runPriority: N high-priority tasks created one at a time, Gap apart,
@@ -83,8 +109,11 @@ func runPriority(ctx context.Context, r *runner, res *Result) error {
 	defer db.Close()
 	polled := make(chan highPoll, 2*o.N)
 	var low atomic.Int64
+	clock := &claimClock{}
+	cfg := r.executorConfig(0)
+	clock.next, cfg.Hooks = cfg.Hooks, clock
 	start := func() (*group, error) {
-		return r.startExecutors(ctx, 1, o.Workers, r.executorConfig(0), func(e *executor.Executor) {
+		return r.startExecutors(ctx, 1, o.Workers, cfg, func(e *executor.Executor) {
 			executor.Register(e, priorityType, priorityPoller(o.PollTime, polled, &low), r.typeOptions()...)
 		})
 	}
@@ -94,7 +123,7 @@ func runPriority(ctx context.Context, r *runner, res *Result) error {
 	if err != nil {
 		return err
 	}
-	empty, err := r.priorityPhase(ctx, db, polled, 0)
+	empty, err := r.priorityPhase(ctx, db, polled, clock, 0)
 	if err != nil {
 		grp.cleanup()
 		return fmt.Errorf("empty queue: %w", err)
@@ -128,7 +157,7 @@ func runPriority(ctx context.Context, r *runner, res *Result) error {
 	refillDone := make(chan error, 1)
 	go func() { refillDone <- rf.loop(rctx) }()
 	low0, t0 := low.Load(), time.Now()
-	busy, err := r.priorityPhase(ctx, db, polled, o.N)
+	busy, err := r.priorityPhase(ctx, db, polled, clock, o.N)
 	lowPolls, elapsed := low.Load()-low0, time.Since(t0)
 	stopRefill()
 	if rerr := <-refillDone; err == nil {
@@ -146,8 +175,8 @@ func runPriority(ctx context.Context, r *runner, res *Result) error {
 		return err
 	}
 
-	pe := percentiles(empty.latency, 50, 95, 99)
-	pb := percentiles(busy.latency, 50, 95, 99)
+	pe := percentiles(empty.latencies(), 50, 95, 99)
+	pb := percentiles(busy.latencies(), 50, 95, 99)
 	res.metric("empty_p50_ms", pe[0])
 	res.metric("empty_p95_ms", pe[1])
 	res.metric("empty_p99_ms", pe[2])
@@ -155,12 +184,22 @@ func runPriority(ctx context.Context, r *runner, res *Result) error {
 	res.metric("backlog_p95_ms", pb[1])
 	res.metric("backlog_p99_ms", pb[2])
 	res.metric("backlog_vs_empty_p50", pb[0]/pe[0])
+	for _, ph := range []struct {
+		name string
+		ph   priorityPhase
+	}{{"empty", empty}, {"backlog", busy}} {
+		_, w, c, s := ph.ph.parts()
+		res.metric(ph.name+"_wait_p50_ms", w)
+		res.metric(ph.name+"_claim_p50_ms", c)
+		res.metric(ph.name+"_start_p50_ms", s)
+	}
 	res.metric("commit_p50_ms", percentiles(append(empty.commit, busy.commit...), 50)[0])
 	res.metric("backlog_polls_per_sec", rate(int(lowPolls), elapsed))
 	res.metric("backlog_min", rf.lowest())
 	res.metric("backlog_left", left)
 	res.metric("backlog_refilled", rf.added())
-	res.note("latency = start of the high-priority task's poll - the time taken just before the COMMIT of its create (the create, then an UPDATE of its priority to %d, in one transaction); commit_* is the COMMIT's own time", highPriority)
+	res.note("latency = start of the high-priority task's poll - the time taken just before the COMMIT of its create (tasks.Create with Priority %d in a transaction of its own); commit_* is the COMMIT's own time", highPriority)
+	res.note("its parts (p50 of each): *_wait = from that time to the start of the claim that took the task (the last claim to end before its poll started; executor.Hooks ClaimDone; below zero when a claim sent just before that COMMIT still saw the task), *_claim = that claim, round trip included, *_start = from the claim's end to the poll's start")
 	res.note("backlog: ready tasks of the same type at priority 0, each polled in -poll-time; topped up to -backlog whenever a batch (-batch, at most half the backlog) is missing, a batch or so at a time, while the high-priority tasks are timed; backlog_min is its lowest (created - polls started) while the high-priority tasks were timed, backlog_left the ready ones counted at the end")
 	if rf.lowest() == 0 {
 		return fmt.Errorf("the backlog ran out while the high-priority tasks were timed (%.0f backlog polls/s): use a larger -backlog or a longer -poll-time",
@@ -171,7 +210,7 @@ func runPriority(ctx context.Context, r *runner, res *Result) error {
 
 // priorityPhase creates n high-priority tasks one at a time (numbered from
 // first), each once the one before has been polled, and times them.
-func (r *runner) priorityPhase(ctx context.Context, db *pgxpool.Pool, polled <-chan highPoll, first int) (priorityPhase, error) {
+func (r *runner) priorityPhase(ctx context.Context, db *pgxpool.Pool, polled <-chan highPoll, clock *claimClock, first int) (priorityPhase, error) {
 	var ph priorityPhase
 	for i := range r.opts.N {
 		seq := first + i
@@ -180,10 +219,7 @@ func (r *runner) priorityPhase(ctx context.Context, db *pgxpool.Pool, polled <-c
 		if err != nil {
 			return ph, err
 		}
-		id, err := tasks.Create(ctx, tx, tasks.Spec{Type: priorityType, State: priorityOrder{High: true, Seq: seq}})
-		if err == nil {
-			_, err = tx.Exec(ctx, "UPDATE corotask.tasks SET priority = $2 WHERE task_id = $1", id, highPriority)
-		}
+		_, err = tasks.Create(ctx, tx, tasks.Spec{Type: priorityType, State: priorityOrder{High: true, Seq: seq}, Priority: highPriority})
 		if err != nil {
 			_ = tx.Rollback(ctx)
 			return ph, err
@@ -198,7 +234,11 @@ func (r *runner) priorityPhase(ctx context.Context, db *pgxpool.Pool, polled <-c
 			if p.seq != seq {
 				return ph, fmt.Errorf("high-priority task %d was polled while %d was awaited", p.seq, seq)
 			}
-			ph.latency = append(ph.latency, p.start.Sub(t0))
+			x := prioritySample{latency: p.start.Sub(t0)}
+			if c, ok := clock.before(p.start); ok {
+				x.wait, x.claim, x.start = c.start.Sub(t0), c.end.Sub(c.start), p.start.Sub(c.end)
+			}
+			ph.samples = append(ph.samples, x)
 		case <-time.After(time.Minute):
 			return ph, fmt.Errorf("high-priority task %d was not polled within a minute", seq)
 		case <-ctx.Done():
