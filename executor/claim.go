@@ -146,7 +146,11 @@ func (cl *claimer) claimWith(ctx context.Context, req claimRequest, controlled b
 	}
 	if !controlled && res.gainedControls {
 		// A type polled has gained flow controls: Claim took nothing, and
-		// the claim is made again, by ClaimControlled.
+		// the claim is made again, by ClaimControlled, on a connection it
+		// acquires once this one is back in the pool (executors that
+		// share a small pool would otherwise each hold one and wait for
+		// another).
+		conn.Release()
 		return cl.claimWith(ctx, req, true)
 	}
 	switch floors.settle(req, res, full, count, at, took) {
