@@ -27,6 +27,11 @@ type claimRequest struct {
 	// ignores its context after its claim expired would have its task
 	// taken back, given back and taken again at every search.
 	polling []tasks.ID
+	// share lets the claim hold its limited types' controls shared, far
+	// from their maximum (see query.ClaimControls): the claim loop's
+	// claims, one at a time, may; PollOnce's, which may run beside them,
+	// may not.
+	share bool
 }
 
 // claimer claims tasks: it turns the free slots into a claim request, runs
@@ -101,7 +106,11 @@ func (cl *claimer) claimWith(ctx context.Context, req claimRequest, controlled b
 	stmt := query.Claim
 	if controlled {
 		stmt = query.ClaimControlled
-		b.Queue(query.ClaimControls, req.all)
+		var claimer pgtype.UUID
+		if req.share {
+			claimer = pgtype.UUID{Bytes: cl.id, Valid: true}
+		}
+		b.Queue(query.ClaimControls, req.all, claimer)
 	}
 	if count {
 		b.Queue(query.ClaimReadyEntriesWalked)
@@ -228,7 +237,8 @@ func readClaim(br pgx.BatchResults, at time.Time, count, controlled bool) (res c
 	}
 	if controlled {
 		var locked int64
-		if err := br.QueryRow().Scan(&res.controlled, &locked); err != nil { // ClaimControls
+		var shared string
+		if err := br.QueryRow().Scan(&res.controlled, &locked, &shared); err != nil { // ClaimControls
 			return claimResult{}, err
 		}
 	}

@@ -27,6 +27,7 @@ func (e *Executor) claimLoop(ctx context.Context) error {
 		}
 		wait := v.cfg.PollInterval
 		if req := e.claimer.request(); req.total > 0 {
+			req.share = true
 			var got []*claimed
 			var next time.Time
 			var err error

@@ -2,6 +2,8 @@ package executor_test
 
 import (
 	"context"
+	"encoding/json"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -133,6 +135,46 @@ func TestMaxRunningAcrossExecutors(t *testing.T) {
 		return len(list) == 12
 	})
 	require.Equal(t, int64(2), g.peak.Load())
+}
+
+// Far from the maximum, executors claim side by side (their claims hold
+// the type's controls shared, each taking at most a share); near it, one
+// after the other. Four executors with room for 24 polls, a maximum of 12
+// (a share of 2: shared while 4 executors x 2 fit over those running), and
+// polls that end at once: the claims cross between the two ways all along,
+// and the maximum holds.
+func TestMaxRunningHoldsAsClaimsShareAndTakeTurns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	require.NoError(t, tasks.SetMaxRunning(ctx, db, "limited", 12, tasks.AllowNewType()))
+	var g gauge
+	poller := executor.PollerFunc[json.RawMessage, json.RawMessage](
+		func(ctx context.Context, t *executor.Task[json.RawMessage, json.RawMessage]) (executor.Action, error) {
+			defer g.enter()()
+			runtime.Gosched()
+			return executor.Done(), nil
+		})
+	for range 4 {
+		cfg := fastConfig(t)
+		cfg.Concurrency = 6
+		e := executor.MustNew(db, cfg)
+		executor.Register(e, "limited", poller)
+		start(t, e)
+	}
+	specs := make([]tasks.Spec, 400)
+	for i := range specs {
+		specs[i] = tasks.Spec{Type: "limited"}
+	}
+	_, err := tasks.CreateMany(ctx, db, specs)
+	require.NoError(t, err)
+	waitFor(t, "all done", func() bool {
+		var done int
+		require.NoError(t, db.QueryRow(ctx, "SELECT count(*) FROM corotask.tasks WHERE outcome = 'done'").Scan(&done))
+		return done == len(specs)
+	})
+	require.LessOrEqual(t, g.peak.Load(), int64(12))
+	require.Positive(t, g.peak.Load())
 }
 
 // A slot held by an executor that died comes back when its claim expires:

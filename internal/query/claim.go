@@ -41,23 +41,73 @@ const ClaimSettings = "SELECT set_config('plan_cache_mode', 'force_generic_plan'
 // controls (the executor creates no eager child of those: see eager.go), and
 // how many key spaces and rate limits it locked (reading them is what makes
 // their locking CTEs run).
+//
+// Far from a maximum, claims need not take turns: when every controlled
+// type of $1 has a maximum and no key space or rate limit (or is paused),
+// and each has room for a full share (claimShareTake) for every executor
+// that may be claiming (claimClaimers), it locks the rows shared (FOR
+// SHARE) rather than exclusive, so that executors claiming the same type
+// run side by side; ClaimControlled then takes at most a share, and only
+// while the others' shares still fit (see claimControls). The claimer $2
+// must be a live executor of corotask.executors (its claim loop claims one
+// claim at a time); $2 NULL (PollOnce) locks exclusive. A shared lock and
+// an exclusive one exclude each other, and every claim locks all its types
+// one way, in the order of their names: an exclusive claim counts every
+// shared claim before it. The way it locked is left in the transaction's
+// setting corotask.claim_shared ('true' or 'false') for ClaimControlled.
 const ClaimControls = `
-WITH types AS (
+WITH mode AS (
+    SELECT $2::uuid IS NOT NULL
+       AND EXISTS (SELECT 1 FROM corotask.executors e
+                   WHERE e.executor_id = $2::uuid AND e.stopped_at IS NULL AND e.expires_at > now())
+       AND NOT EXISTS (
+           SELECT 1 FROM corotask.type_controls c
+           WHERE c.task_type = ANY ($1::text[]) AND c.paused_at IS NULL
+             AND (c.max_running IS NULL OR c.key_space IS NOT NULL OR c.rate_limit IS NOT NULL
+                  OR ` + claimTypeRunning + ` + ` + claimClaimers + ` * ` + claimShareTake + ` > c.max_running)
+       ) AS shared
+), exclusive AS (
     SELECT task_type, key_space, rate_limit FROM corotask.type_controls
-    WHERE task_type = ANY ($1::text[])
+    WHERE task_type = ANY ($1::text[]) AND NOT (SELECT shared FROM mode)
     ORDER BY task_type
     FOR NO KEY UPDATE
+), shared AS (
+    SELECT task_type FROM corotask.type_controls
+    WHERE task_type = ANY ($1::text[]) AND (SELECT shared FROM mode)
+    ORDER BY task_type
+    FOR SHARE
 ), spaces AS (
-    SELECT key_space FROM corotask.key_limits WHERE key_space IN (SELECT key_space FROM types)
+    SELECT key_space FROM corotask.key_limits WHERE key_space IN (SELECT key_space FROM exclusive)
     ORDER BY key_space
     FOR NO KEY UPDATE
 ), rates AS (
-    SELECT name FROM corotask.rate_limits WHERE name IN (SELECT rate_limit FROM types)
+    SELECT name FROM corotask.rate_limits WHERE name IN (SELECT rate_limit FROM exclusive)
     ORDER BY name
     FOR NO KEY UPDATE
 )
-SELECT coalesce((SELECT array_agg(task_type) FROM types), '{}'),
-       (SELECT count(*) FROM spaces) + (SELECT count(*) FROM rates)`
+SELECT coalesce((SELECT array_agg(task_type) FROM (SELECT task_type FROM exclusive UNION ALL SELECT task_type FROM shared) t), '{}'),
+       (SELECT count(*) FROM spaces) + (SELECT count(*) FROM rates),
+       set_config('corotask.claim_shared', (SELECT shared FROM mode)::text, true)`
+
+// claimTypeRunning counts the running polls of type c toward its maximum:
+// the claims that count (tasks.counted) and have not expired, or expired
+// within the last second (see ClaimControlled), through
+// tasks_running_counted_idx.
+const claimTypeRunning = `(SELECT count(*) FROM corotask.tasks r
+                                WHERE r.task_type = c.task_type AND r.claim IS NOT NULL AND r.counted
+                                  AND r.claim_expires_at >= corotask.now() - interval '1 second')`
+
+// claimClaimers counts the executors that may have a claim in flight: every
+// registered one that has not stopped and has not been expired for an hour
+// (a claim lasts at most its executor's heartbeat timeout; one that died
+// within the hour still counts). An executor marks its row stopped once its
+// claim loop has ended (see the executor's registration).
+const claimClaimers = `(SELECT count(*) FROM corotask.executors e
+                        WHERE e.stopped_at IS NULL AND e.expires_at > now() - interval '1 hour')`
+
+// claimShareTake is the most a claim that holds type c's row shared takes
+// of it: an eighth of its maximum, rounded up.
+const claimShareTake = `((c.max_running + 7) / 8)`
 
 // ClaimReadyEntriesWalked is how many entries of the ready index the scans
 // of this transaction have read so far, the dead ones included (those a scan
@@ -251,9 +301,12 @@ const claimControls = `ctl AS (
     -- more than this index probe.
     SELECT c.task_type AS typ, c.paused_at IS NOT NULL AS paused, c.max_running IS NOT NULL AS counts,
            CASE WHEN c.paused_at IS NOT NULL THEN 0 WHEN c.max_running IS NULL AND b.name IS NULL THEN NULL ELSE greatest(least(
-               c.max_running - (SELECT count(*) FROM corotask.tasks r
-                                WHERE r.task_type = c.task_type AND r.claim IS NOT NULL AND r.counted
-                                  AND r.claim_expires_at >= corotask.now() - interval '1 second'),
+               CASE WHEN current_setting('corotask.claim_shared', true) = 'true'
+                    -- Held shared (see ClaimControls): a share at most,
+                    -- and only while every other claimer's share fits.
+                    THEN least(` + claimShareTake + `,
+                               c.max_running - ` + claimTypeRunning + ` - (` + claimClaimers + ` - 1) * ` + claimShareTake + `)
+                    ELSE c.max_running - ` + claimTypeRunning + ` END,
                floor(b.tokens)), 0)::int END AS cap,
            k.key_space, k.max_running AS key_max, b.name AS rate_name, b.tokens, b.token_secs,
            CASE WHEN k.key_space IS NOT NULL

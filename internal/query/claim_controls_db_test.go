@@ -1,0 +1,196 @@
+package query_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/internal/query"
+	"github.com/corotask/corotask/internal/testdb"
+)
+
+// ClaimControls holds the controls shared only far from every maximum, for
+// a live executor, and only when no type it polls has a key space or a rate
+// limit; ClaimControlled then takes at most a share (an eighth of the
+// maximum) while the other claimers' shares still fit.
+func TestClaimControlsSharesOnlyFarFromTheMaximum(t *testing.T) {
+	t.Parallel()
+	db := testdb.Tx(t)
+	ctx := context.Background()
+	live, stopped := "0190f0e0-0000-7000-8000-000000000001", "0190f0e0-0000-7000-8000-000000000002"
+	for _, sql := range []string{
+		`INSERT INTO corotask.executors (executor_id, host, pid, version, task_types, concurrency, expires_at, stopped_at) VALUES
+			('` + live + `', 'h', 1, 'v', '{a}', 8, now() + interval '1 hour', NULL),
+			('` + stopped + `', 'h', 2, 'v', '{a}', 8, now(), now())`,
+		`INSERT INTO corotask.key_limits (key_space, max_running) VALUES ('space', 1)`,
+		// 16 at most: a share is 2; one live executor.
+		`INSERT INTO corotask.type_controls (task_type, max_running, key_space) VALUES ('far', 16, NULL), ('keyed', 16, 'space')`,
+	} {
+		_, err := db.Exec(ctx, sql)
+		require.NoError(t, err)
+	}
+	// Each claim in a savepoint of its own, rolled back.
+	inClaim := func(f func(tx pgx.Tx)) {
+		t.Helper()
+		tx, err := db.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, tx.Rollback(ctx)) }()
+		f(tx)
+	}
+	controls := func(tx pgx.Tx, types []string, claimer any) string {
+		t.Helper()
+		var controlled []string
+		var locked int64
+		var shared string
+		require.NoError(t, tx.QueryRow(ctx, query.ClaimControls, types, claimer).Scan(&controlled, &locked, &shared))
+		return shared
+	}
+	mode := func(types []string, claimer any) (shared string) {
+		t.Helper()
+		inClaim(func(tx pgx.Tx) { shared = controls(tx, types, claimer) })
+		return shared
+	}
+	require.Equal(t, "true", mode([]string{"far"}, live), "no poll running: room for every share")
+	require.Equal(t, "false", mode([]string{"far"}, nil), "PollOnce claims exclusive")
+	require.Equal(t, "false", mode([]string{"far"}, stopped), "a stopped executor claims exclusive")
+	require.Equal(t, "false", mode([]string{"far", "keyed"}, live), "a key space counts per key: exclusive, for every type")
+
+	// 14 running: 14 + 1 executor x 2 = 16 still fits; 15 does not.
+	run := func(n int) {
+		t.Helper()
+		_, err := db.Exec(ctx, `INSERT INTO corotask.tasks (task_id, task_type, claim, heartbeat, claim_expires_at, counted)
+			SELECT gen_random_uuid(), 'far', gen_random_uuid(), now(), now() + interval '1 hour', true FROM generate_series(1, $1)`, n)
+		require.NoError(t, err)
+	}
+	run(14)
+	require.Equal(t, "true", mode([]string{"far"}, live))
+	run(1)
+	require.Equal(t, "false", mode([]string{"far"}, live), "15 running: a full share no longer fits")
+
+	// Held shared, ClaimControlled counts the share: with 10 running and
+	// 2 live executors, at most min(2, 16 - 10 - 1 x 2) = 2 more.
+	_, err := db.Exec(ctx, `DELETE FROM corotask.tasks WHERE task_type = 'far'`)
+	require.NoError(t, err)
+	run(10)
+	_, err = db.Exec(ctx, `INSERT INTO corotask.executors (executor_id, host, pid, version, task_types, concurrency, expires_at)
+		VALUES (gen_random_uuid(), 'h', 3, 'v', '{a}', 8, now() + interval '1 hour')`)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `INSERT INTO corotask.tasks (task_id, task_type, wake_at)
+		SELECT gen_random_uuid(), 'far', now() - interval '1 minute' FROM generate_series(1, 20)`)
+	require.NoError(t, err)
+	require.Equal(t, "true", mode([]string{"far"}, live), "10 + 2 executors x 2 = 14 fits 16")
+	claimed := func(claimer any) (n int) {
+		t.Helper()
+		inClaim(func(tx pgx.Tx) {
+			controls(tx, []string{"far"}, claimer)
+			rows, err := tx.Query(ctx, query.ClaimControlled, []string{"far"}, 20, []string{}, []int32{}, 30.0,
+				[]string{"far"}, live, []string{}, []int32{100}, nil, nil, false)
+			require.NoError(t, err)
+			for rows.Next() {
+				vals, err := rows.Values()
+				require.NoError(t, err)
+				if vals[1] != nil { // a claimed task (the last row has no type)
+					n++
+				}
+			}
+			require.NoError(t, rows.Err())
+		})
+		return n
+	}
+	require.Equal(t, 2, claimed(live), "held shared: a share")
+	require.Equal(t, 6, claimed(nil), "held exclusive: all the room there is")
+}
+
+// Two claims that hold a type's controls shared run side by side, each in a
+// snapshot without the other's claims: each takes a share only while both
+// shares fit, so that together they never pass the maximum. Near it, the
+// second waits for the first (held exclusive) and counts its claims.
+func TestSharedClaimsTogetherStayWithinTheMaximum(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []struct {
+		running, want int
+	}{
+		{10, 14}, // 10 + 2 executors x 2 fit 16: shared, a share each
+		{13, 16}, // they do not: exclusive, the first takes 3, the second none
+	} {
+		db := testdb.New(t)
+		a, b := "0190f0e0-0000-7000-8000-00000000000a", "0190f0e0-0000-7000-8000-00000000000b"
+		for _, sql := range []string{
+			`INSERT INTO corotask.executors (executor_id, host, pid, version, task_types, concurrency, expires_at) VALUES
+				('` + a + `', 'h', 1, 'v', '{far}', 8, now() + interval '1 hour'),
+				('` + b + `', 'h', 2, 'v', '{far}', 8, now() + interval '1 hour')`,
+			`INSERT INTO corotask.type_controls (task_type, max_running) VALUES ('far', 16)`,
+			`INSERT INTO corotask.tasks (task_id, task_type, claim, heartbeat, claim_expires_at, counted)
+				SELECT gen_random_uuid(), 'far', gen_random_uuid(), now(), now() + interval '1 hour', true
+				FROM generate_series(1, ` + strconv.Itoa(c.running) + `)`,
+			`INSERT INTO corotask.tasks (task_id, task_type, wake_at)
+				SELECT gen_random_uuid(), 'far', now() - interval '1 minute' FROM generate_series(1, 20)`,
+		} {
+			_, err := db.Exec(ctx, sql)
+			require.NoError(t, err)
+		}
+		// claim runs a claim of up to 8 tasks in tx, and returns how it
+		// held the controls; it runs in both goroutines, so it returns
+		// its error rather than failing the test.
+		claim := func(tx pgx.Tx, executor string) (shared string, err error) {
+			var controlled []string
+			var locked int64
+			if err := tx.QueryRow(ctx, query.ClaimControls, []string{"far"}, executor).Scan(&controlled, &locked, &shared); err != nil {
+				return "", err
+			}
+			rows, err := tx.Query(ctx, query.ClaimControlled, []string{"far"}, 8, []string{}, []int32{}, 30.0,
+				[]string{"far"}, executor, []string{}, []int32{100}, nil, nil, false)
+			if err != nil {
+				return "", err
+			}
+			rows.Close()
+			return shared, rows.Err()
+		}
+		first, err := db.Begin(ctx)
+		require.NoError(t, err)
+		mode, err := claim(first, a)
+		require.NoError(t, err)
+		firstShared := mode == "true"
+		require.Equal(t, c.running < 13, firstShared)
+		// The second claim, from another session: held shared, it claims
+		// while the first is in flight (neither sees the other's claims);
+		// held exclusive, it waits for the first to commit.
+		claimed, commit, second := make(chan string, 1), make(chan struct{}), make(chan error, 1)
+		release := sync.OnceFunc(func() { close(commit) })
+		defer release() // a failed test lets the second session end
+		go func() {
+			tx, err := db.Begin(ctx)
+			if err != nil {
+				claimed <- ""
+				second <- err
+				return
+			}
+			mode, err := claim(tx, b)
+			claimed <- mode
+			if err != nil {
+				_ = tx.Rollback(ctx)
+				second <- err
+				return
+			}
+			<-commit
+			second <- tx.Commit(ctx)
+		}()
+		if firstShared {
+			require.Equal(t, "true", <-claimed, "the second claims beside the first")
+			require.NoError(t, first.Commit(ctx))
+		} else {
+			require.NoError(t, first.Commit(ctx))
+			require.Equal(t, "false", <-claimed)
+		}
+		release()
+		require.NoError(t, <-second)
+		var running int
+		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks WHERE task_type = 'far' AND claim IS NOT NULL AND counted`).Scan(&running))
+		require.Equal(t, c.want, running, "%d running before", c.running)
+	}
+}
