@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/executor"
@@ -40,4 +41,35 @@ func TestExecutorSurvivesKilledConnections(t *testing.T) {
 	for _, id := range ids {
 		waitStatus(t, admin, id, tasks.StatusDone)
 	}
+}
+
+// Executors that start together on one small pool all start: Run's check
+// for a pooler holds two connections at once, and three executors on a
+// pool of two each held one and waited for a second.
+func TestExecutorsStartTogetherOnASmallPool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t)
+	admin := testdb.Pool(t, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	for range 3 {
+		e := executor.MustNew(pool, fastConfig(t))
+		executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+			return executor.Done(), nil
+		}))
+		start(t, e)
+	}
+	specs := []tasks.Spec{{Type: "job"}, {Type: "job"}, {Type: "job"}}
+	_, err = tasks.CreateMany(ctx, admin, specs)
+	require.NoError(t, err)
+	waitFor(t, "the tasks done", func() bool {
+		var done int
+		require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM corotask.tasks WHERE outcome = 'done'").Scan(&done))
+		return done == len(specs)
+	})
 }

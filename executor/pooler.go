@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -74,6 +75,9 @@ func checkPooler(ctx context.Context, v *env) error {
 // released last, as PgBouncer does when no other client takes it first.
 const probeRounds = 3
 
+// probeMu serializes probeSessions, which holds two connections at once.
+var probeMu sync.Mutex
+
 // probeSessions finds out whether two connections of pool share a server
 // session between their transactions, as a pooler in transaction mode makes
 // them do, and whether a statement prepared on one connection is still there
@@ -92,6 +96,11 @@ func probeSessions(ctx context.Context, pool *pgxpool.Pool) (sessions, error) {
 	if pool.Config().MaxConns < 2 {
 		return s, nil
 	}
+	// One probe at a time in the process: executors that start together
+	// on one pool would otherwise each hold a connection and wait for a
+	// second (four executors on a pool of four, for ever).
+	probeMu.Lock()
+	defer probeMu.Unlock()
 	a, err := pool.Acquire(ctx)
 	if err != nil {
 		return s, err
