@@ -52,11 +52,7 @@ func TestTwoExecutorsNeverPollOneTaskAtOnce(t *testing.T) {
 	}
 	_, err := tasks.CreateMany(ctx, db, specs)
 	require.NoError(t, err)
-	waitFor(t, "all tasks done", func() bool {
-		var n int
-		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks WHERE outcome = 'done'`).Scan(&n))
-		return n == 20
-	})
+	waitDone(t, db, 20)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Zero(t, overlaps)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/executor"
@@ -51,12 +50,7 @@ func TestExecutorsStartTogetherOnASmallPool(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	admin := testdb.Pool(t, url)
-	cfg, err := pgxpool.ParseConfig(url)
-	require.NoError(t, err)
-	cfg.MaxConns = 2
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := smallPool(t, url, 2)
 	for range 3 {
 		e := executor.MustNew(pool, fastConfig(t))
 		executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
@@ -65,11 +59,7 @@ func TestExecutorsStartTogetherOnASmallPool(t *testing.T) {
 		start(t, e)
 	}
 	specs := []tasks.Spec{{Type: "job"}, {Type: "job"}, {Type: "job"}}
-	_, err = tasks.CreateMany(ctx, admin, specs)
+	_, err := tasks.CreateMany(ctx, admin, specs)
 	require.NoError(t, err)
-	waitFor(t, "the tasks done", func() bool {
-		var done int
-		require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM corotask.tasks WHERE outcome = 'done'").Scan(&done))
-		return done == len(specs)
-	})
+	waitDone(t, admin, len(specs))
 }

@@ -168,11 +168,7 @@ func TestMaxRunningHoldsAsClaimsShareAndTakeTurns(t *testing.T) {
 	}
 	_, err := tasks.CreateMany(ctx, db, specs)
 	require.NoError(t, err)
-	waitFor(t, "all done", func() bool {
-		var done int
-		require.NoError(t, db.QueryRow(ctx, "SELECT count(*) FROM corotask.tasks WHERE outcome = 'done'").Scan(&done))
-		return done == len(specs)
-	})
+	waitDone(t, db, len(specs))
 	require.LessOrEqual(t, g.peak.Load(), int64(12))
 	require.Positive(t, g.peak.Load())
 }

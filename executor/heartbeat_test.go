@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/executor"
@@ -26,12 +25,7 @@ func TestHeartbeatsDoNotWaitForAnExhaustedPool(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	admin := testdb.Pool(t, url)
-	pcfg, err := pgxpool.ParseConfig(url)
-	require.NoError(t, err)
-	pcfg.MaxConns = 2
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := smallPool(t, url, 2)
 
 	cfg := executor.Config{Concurrency: 2, HeartbeatTimeout: testdb.LongHeartbeat, HeartbeatInterval: 50 * time.Millisecond,
 		PollInterval: 50 * time.Millisecond, ShutdownTimeout: 2 * time.Second,

@@ -70,6 +70,29 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	require.Eventually(t, cond, testdb.Patience, 10*time.Millisecond, "waiting for %s", what)
 }
 
+// waitDone waits until n tasks are done.
+func waitDone(t *testing.T, db tasks.DB, n int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d tasks done", n), func() bool {
+		var done int
+		require.NoError(t, db.QueryRow(context.Background(), "SELECT count(*) FROM corotask.tasks WHERE outcome = 'done'").Scan(&done))
+		return done == n
+	})
+}
+
+// smallPool opens a pool of at most n connections on url, closed when the
+// test ends.
+func smallPool(t *testing.T, url string, n int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.MaxConns = n
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 func waitStatus(t *testing.T, db tasks.DB, id tasks.ID, want tasks.Status) *tasks.Task {
 	t.Helper()
 	var last *tasks.Task
