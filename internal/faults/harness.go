@@ -338,18 +338,9 @@ func (h *harness) createRoots(ctx context.Context) {
 // sendExternal sends messages from outside any task to random live roots
 // and nodes, each with its ledger row in the same transaction.
 func (h *harness) sendExternal(ctx context.Context) {
-	tick := time.NewTicker(h.cfg.ExternalEvery)
-	defer tick.Stop()
 	var targets []tasks.ID
 	var fetched time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		h.dbDown.RLock()
-		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	h.everyWhileUp(ctx, h.cfg.ExternalEvery, func(c context.Context) {
 		if time.Since(fetched) > 500*time.Millisecond || len(targets) == 0 {
 			rows, err := h.pool.Query(c, `SELECT task_id FROM corotask.tasks
 				WHERE done_at IS NULL AND task_type IN ($1, $2) ORDER BY random() LIMIT 50`, string(TypeRoot), string(TypeNode))
@@ -389,14 +380,21 @@ func (h *harness) sendExternal(ctx context.Context) {
 				h.count(externalFailed, 1)
 			}
 		}
-		cancel()
-		h.dbDown.RUnlock()
-	}
+	})
 }
 
 // cancelVictims cancels victims that have lived a while.
 func (h *harness) cancelVictims(ctx context.Context) {
-	tick := time.NewTicker(300 * time.Millisecond)
+	h.everyWhileUp(ctx, 300*time.Millisecond, func(c context.Context) {
+		h.cancelLiveVictims(c, 3, time.Second)
+	})
+}
+
+// everyWhileUp calls f every period until ctx ends, each call under the
+// read lock of dbDown (not while the database is being restarted) and
+// bounded by 5 seconds.
+func (h *harness) everyWhileUp(ctx context.Context, period time.Duration, f func(c context.Context)) {
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
 		select {
@@ -406,7 +404,7 @@ func (h *harness) cancelVictims(ctx context.Context) {
 		}
 		h.dbDown.RLock()
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		h.cancelLiveVictims(c, 3, time.Second)
+		f(c)
 		cancel()
 		h.dbDown.RUnlock()
 	}

@@ -179,16 +179,7 @@ const samplerEvery = 5 * time.Millisecond
 // ends, from the harness's own process: an observer independent of the
 // executors whose claims it counts.
 func (h *harness) sampleLimits(ctx context.Context, l *Limits) {
-	tick := time.NewTicker(samplerEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		h.dbDown.RLock()
-		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	h.everyWhileUp(ctx, samplerEvery, func(c context.Context) {
 		s, err := SampleLimits(c, h.pool)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -197,9 +188,7 @@ func (h *harness) sampleLimits(ctx context.Context, l *Limits) {
 		} else if l.Record(s) && len(l.Over) < 5 {
 			l.Over = append(l.Over, h.explain(c, s))
 		}
-		cancel()
-		h.dbDown.RUnlock()
-	}
+	})
 }
 
 // explain describes a reading above a limit, with the claims running then.

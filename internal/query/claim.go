@@ -227,7 +227,9 @@ WITH ` + claimSearch + `
 // committed before; it counts against them: each type takes at most what
 // its controls allow (none while paused; its free slots under its
 // max_running, counting the running claims that count toward it,
-// tasks.counted, and have not expired; the whole tokens of its rate limit),
+// tasks.counted, and have not expired, or, when ClaimControls held the rows
+// shared, a share while the other claimers' shares fit over those; the
+// whole tokens of its rate limit),
 // a task whose limit key is at its key space's limit waits (the search
 // passes over it, and counts that key's running tasks for each such task),
 // and a rate limit shared by types is shared by their claims. The claims it
