@@ -183,7 +183,7 @@ func TestCommitsOfTasksThatMessageEachOtherDoNotDeadlock(t *testing.T) {
 	defer blocker.Rollback(ctx) //nolint:errcheck
 	xDone := make(chan error, 1)
 	go func() { _, err := x.PollOnce(ctx); xDone <- err }()
-	_, err = blocker.Exec(ctx, `INSERT INTO corotask.tasks (task_id, task_type) VALUES ($1, 'blocker')`, <-kid)
+	_, err = blocker.Exec(ctx, `INSERT INTO corotask.tasks (task_id, root_id, task_type) VALUES ($1, $1, 'blocker')`, <-kid)
 	require.NoError(t, err)
 	close(blocked)
 	waitLockWait(t, admin, "corotask-test-x")

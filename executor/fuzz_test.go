@@ -69,11 +69,18 @@ func FuzzPollDecodesStateAndInbox(f *testing.F) {
 			return // jsonb columns hold only JSON
 		}
 		id := tasks.NewID()
-		if _, err := db.Exec(ctx, `INSERT INTO corotask.tasks (task_id, task_type, inner_state, inbox)
-			VALUES ($1, 'fuzz', $2::jsonb, ARRAY[$3::jsonb])`, id, state, env); err != nil {
+		// The task and its one message, as written by hand: no sender
+		// would store what the fuzzer makes.
+		if _, err := db.Exec(ctx, `WITH task AS (
+				INSERT INTO corotask.tasks (task_id, root_id, task_type, inner_state, msg_seq, inbox_len)
+				VALUES ($1, $1, 'fuzz', $2::jsonb, 1, 1)
+			)
+			INSERT INTO corotask.messages (task_id, root_id, seq, envelope) VALUES ($1, $1, 1, $3::jsonb)`,
+			id, state, env); err != nil {
 			return // JSON that jsonb refuses (\u0000, huge numbers)
 		}
-		defer db.Exec(ctx, `DELETE FROM corotask.tasks WHERE task_id = $1`, id) //nolint:errcheck
+		defer db.Exec(ctx, `WITH m AS (DELETE FROM corotask.messages WHERE task_id = $1)
+			DELETE FROM corotask.tasks WHERE task_id = $1`, id) //nolint:errcheck
 
 		n, err := e.PollOnce(ctx)
 		require.Equal(t, 1, n)

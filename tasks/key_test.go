@@ -142,7 +142,7 @@ func TestDatabaseRefusesInvalidKeys(t *testing.T) {
 		_, err := db.Exec(ctx, `SELECT corotask.create_tasks(ARRAY[$1::uuid], ARRAY['order'], ARRAY[NULL::uuid],
 			ARRAY[NULL::jsonb], ARRAY[NULL::jsonb], ARRAY[NULL::timestamptz], NULL::jsonb[], ARRAY[$2::text])`, id, key)
 		require.ErrorContains(t, err, want, "%q", key)
-		_, err = db.Exec(ctx, `INSERT INTO corotask.tasks (task_id, task_type, task_key) VALUES ($1, 'order', $2)`, id, key)
+		_, err = db.Exec(ctx, `INSERT INTO corotask.tasks (task_id, root_id, task_type, task_key) VALUES ($1, $1, 'order', $2)`, id, key)
 		require.ErrorContains(t, err, "tasks_key_valid", "%q", key)
 	}
 }

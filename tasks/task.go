@@ -52,6 +52,12 @@ type Task struct {
 	// LimitKey is the task's key in its type's key space (see SetKeyLimit);
 	// empty when it has none.
 	LimitKey string
+	// Root is the task at the top of the task's workflow tree: ID itself for
+	// a task created without a parent, its parent's Root for a child. Every
+	// task of a tree has the same, kept when the root ends or is deleted; a
+	// database split by workflow tree keeps a tree on one node by it (see
+	// docs/scaling.md).
+	Root ID
 	// Inbox and InboxNext are the pending messages, oldest first, each a JSON
 	// object {"from": ..., "body": ..., ...}. Only Get fills them.
 	Inbox, InboxNext []json.RawMessage
@@ -66,7 +72,7 @@ func scanTask(row pgx.Row, extra ...any) (*Task, error) {
 	dest := append([]any{&t.ID, &t.Parent, &typ, &status, &t.State, &t.Result,
 		&t.WakeAt, &heartbeat, &t.InboxLen, &t.InboxNextLen, &t.Failures,
 		&t.LastError, &t.CreatedAt, &t.DoneAt, &t.Attempts, &t.LiveChildren, &t.AwaitingChildren, &t.ClaimedBy, &t.ClaimedAt, &t.UpdatedAt, &t.Key,
-		&t.Priority, &t.LimitKey}, extra...)
+		&t.Priority, &t.LimitKey, &t.Root}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}

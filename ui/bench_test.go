@@ -81,10 +81,9 @@ func fill(b *testing.B, pool *pgxpool.Pool, n int) (parent, leaf tasks.ID) {
 	const batch = 100_000
 	for from := 0; from < n; from += batch {
 		_, err := pool.Exec(ctx, `
-			INSERT INTO corotask.tasks (task_id, task_type, inner_state, wake_at, failures, last_error,
+			INSERT INTO corotask.tasks (task_id, root_id, task_type, inner_state, wake_at, failures, last_error,
 				created_at, done_at, outcome, result)
-			SELECT (lpad(to_hex((extract(epoch FROM c) * 1000)::bigint), 12, '0')
-			        || substr(md5(i::text), 1, 20))::uuid,
+			SELECT id, id,
 			       'type' || (i % 8),
 			       jsonb_build_object('n', i, 'items', jsonb_build_array('tea', 'milk')),
 			       CASE WHEN k < 93 THEN NULL
@@ -98,7 +97,9 @@ func fill(b *testing.B, pool *pgxpool.Pool, n int) (parent, leaf tasks.ID) {
 			       CASE WHEN k < 90 THEN 'done' WHEN k < 92 THEN 'failed' WHEN k < 93 THEN 'canceled' END,
 			       CASE WHEN k < 90 THEN '{"ok": true}'::jsonb END
 			FROM (SELECT i, i % 100 AS k, now() - interval '2 hours' + (i::float8 / $3) * interval '2 hours' AS c
-			      FROM generate_series($1::int, $2::int - 1) i) s`, from, min(from+batch, n), n)
+			      FROM generate_series($1::int, $2::int - 1) i) s,
+			     LATERAL (SELECT (lpad(to_hex((extract(epoch FROM c) * 1000)::bigint), 12, '0')
+			                      || substr(md5(i::text), 1, 20))::uuid AS id) d`, from, min(from+batch, n), n)
 		if err != nil {
 			b.Fatalf("fill: %v", err)
 		}

@@ -406,7 +406,7 @@ const claimKeyRunning = `(SELECT count(*) FROM corotask.tasks r
 // filter: a paused type waits), up to claimStaleTail.
 const claimStale = `stale AS (
     -- Only when $12 asks: otherwise a one-time filter makes it read nothing.
-    SELECT task_id, task_type, attempts, claimed_by, claimed_at, priority, claim_expires_at, limit_key FROM corotask.tasks
+    SELECT task_id, root_id, task_type, attempts, claimed_by, claimed_at, priority, claim_expires_at, limit_key FROM corotask.tasks
     WHERE $12::boolean AND claim IS NOT NULL AND claim_expires_at < corotask.now()
       AND claim_expires_at >= coalesce($11::timestamptz, '-infinity')
       AND done_at IS NULL AND task_type = ANY($6::text[])
@@ -513,8 +513,8 @@ const claimTook = `took AS (
 // next wake_at of the last row.
 const claimTail = `taken_over AS (
     -- The attempt whose expired claim the statement took over.
-    INSERT INTO corotask.history (task_id, attempt, outcome, executor_id, claimed_at, error)
-    SELECT s.task_id, s.attempts, 'taken_over', s.claimed_by, s.claimed_at, '` + ClaimTakeoverError + `'
+    INSERT INTO corotask.history (task_id, root_id, attempt, outcome, executor_id, claimed_at, error)
+    SELECT s.task_id, s.root_id, s.attempts, 'taken_over', s.claimed_by, s.claimed_at, '` + ClaimTakeoverError + `'
     FROM stale s WHERE s.task_id IN (SELECT task_id FROM claimed)
     ON CONFLICT DO NOTHING
 )

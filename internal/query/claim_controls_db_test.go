@@ -62,8 +62,8 @@ func TestClaimControlsSharesOnlyFarFromTheMaximum(t *testing.T) {
 	// 14 running: 14 + 1 executor x 2 = 16 still fits; 15 does not.
 	run := func(n int) {
 		t.Helper()
-		_, err := db.Exec(ctx, `INSERT INTO corotask.tasks (task_id, task_type, claim, heartbeat, claim_expires_at, counted)
-			SELECT gen_random_uuid(), 'far', gen_random_uuid(), now(), now() + interval '1 hour', true FROM generate_series(1, $1)`, n)
+		_, err := db.Exec(ctx, `INSERT INTO corotask.tasks (task_id, root_id, task_type, claim, heartbeat, claim_expires_at, counted)
+			SELECT gen_random_uuid(), gen_random_uuid(), 'far', gen_random_uuid(), now(), now() + interval '1 hour', true FROM generate_series(1, $1)`, n)
 		require.NoError(t, err)
 	}
 	run(14)
@@ -79,8 +79,8 @@ func TestClaimControlsSharesOnlyFarFromTheMaximum(t *testing.T) {
 	_, err = db.Exec(ctx, `INSERT INTO corotask.executors (executor_id, host, pid, version, task_types, concurrency, expires_at)
 		VALUES (gen_random_uuid(), 'h', 3, 'v', '{a}', 8, now() + interval '1 hour')`)
 	require.NoError(t, err)
-	_, err = db.Exec(ctx, `INSERT INTO corotask.tasks (task_id, task_type, wake_at)
-		SELECT gen_random_uuid(), 'far', now() - interval '1 minute' FROM generate_series(1, 20)`)
+	_, err = db.Exec(ctx, `INSERT INTO corotask.tasks (task_id, root_id, task_type, wake_at)
+		SELECT gen_random_uuid(), gen_random_uuid(), 'far', now() - interval '1 minute' FROM generate_series(1, 20)`)
 	require.NoError(t, err)
 	require.Equal(t, "true", mode([]string{"far"}, live), "10 + 2 executors x 2 = 14 fits 16")
 	claimed := func(claimer any) (n int) {
@@ -125,11 +125,11 @@ func TestSharedClaimsTogetherStayWithinTheMaximum(t *testing.T) {
 				('` + a + `', 'h', 1, 'v', '{far}', 8, now() + interval '1 hour'),
 				('` + b + `', 'h', 2, 'v', '{far}', 8, now() + interval '1 hour')`,
 			`INSERT INTO corotask.type_controls (task_type, max_running) VALUES ('far', 16)`,
-			`INSERT INTO corotask.tasks (task_id, task_type, claim, heartbeat, claim_expires_at, counted)
-				SELECT gen_random_uuid(), 'far', gen_random_uuid(), now(), now() + interval '1 hour', true
+			`INSERT INTO corotask.tasks (task_id, root_id, task_type, claim, heartbeat, claim_expires_at, counted)
+				SELECT gen_random_uuid(), gen_random_uuid(), 'far', gen_random_uuid(), now(), now() + interval '1 hour', true
 				FROM generate_series(1, ` + strconv.Itoa(c.running) + `)`,
-			`INSERT INTO corotask.tasks (task_id, task_type, wake_at)
-				SELECT gen_random_uuid(), 'far', now() - interval '1 minute' FROM generate_series(1, 20)`,
+			`INSERT INTO corotask.tasks (task_id, root_id, task_type, wake_at)
+				SELECT gen_random_uuid(), gen_random_uuid(), 'far', now() - interval '1 minute' FROM generate_series(1, 20)`,
 		} {
 			_, err := db.Exec(ctx, sql)
 			require.NoError(t, err)

@@ -23,9 +23,9 @@ func TestStatusMatchesTheFunction(t *testing.T) {
 		`INSERT INTO corotask.type_controls (task_type, paused_at, max_running, key_space, rate_limit) VALUES
 			('paused', now(), NULL, NULL, NULL), ('held', NULL, 1, NULL, NULL), ('dry', NULL, NULL, NULL, 'none'),
 			('served', NULL, NULL, 'space', NULL)`,
-		`INSERT INTO corotask.tasks (task_id, task_type, claim, heartbeat, claim_expires_at, counted, limit_key) VALUES
-			(gen_random_uuid(), 'held', gen_random_uuid(), now(), now() + interval '1 hour', true, NULL),
-			(gen_random_uuid(), 'served', gen_random_uuid(), now(), now() + interval '1 hour', false, 'k')`,
+		`INSERT INTO corotask.tasks (task_id, root_id, task_type, claim, heartbeat, claim_expires_at, counted, limit_key) VALUES
+			(gen_random_uuid(), gen_random_uuid(), 'held', gen_random_uuid(), now(), now() + interval '1 hour', true, NULL),
+			(gen_random_uuid(), gen_random_uuid(), 'served', gen_random_uuid(), now(), now() + interval '1 hour', false, 'k')`,
 	} {
 		_, err := db.Exec(ctx, sql)
 		require.NoError(t, err)
@@ -38,21 +38,21 @@ func TestStatusMatchesTheFunction(t *testing.T) {
 			require.NoError(t, err)
 		}
 		for _, sql := range []string{
-			`INSERT INTO corotask.tasks (task_id, task_type) VALUES (gen_random_uuid(), 'served'), (gen_random_uuid(), 'gone'), (gen_random_uuid(), 'other')`,
+			`INSERT INTO corotask.tasks (task_id, root_id, task_type) VALUES (gen_random_uuid(), gen_random_uuid(), 'served'), (gen_random_uuid(), gen_random_uuid(), 'gone'), (gen_random_uuid(), gen_random_uuid(), 'other')`,
 			// Flow control: a paused type, a type at its maximum, a key at
 			// its limit, a rate limit without a token.
-			`INSERT INTO corotask.tasks (task_id, task_type) VALUES (gen_random_uuid(), 'paused'), (gen_random_uuid(), 'held'), (gen_random_uuid(), 'dry')`,
-			`INSERT INTO corotask.tasks (task_id, task_type, limit_key) VALUES (gen_random_uuid(), 'served', 'k'),
-				(gen_random_uuid(), 'served', 'other'), (gen_random_uuid(), 'held', 'k'), (gen_random_uuid(), 'gone', 'k')`,
-			`INSERT INTO corotask.tasks (task_id, task_type, wake_at) VALUES (gen_random_uuid(), 'served', now() + interval '1 hour')`,
-			`INSERT INTO corotask.tasks (task_id, task_type, wake_at, failures) VALUES (gen_random_uuid(), 'served', now() + interval '1 hour', 2)`,
-			`INSERT INTO corotask.tasks (task_id, task_type, wake_at) VALUES (gen_random_uuid(), 'served', NULL)`,
-			`INSERT INTO corotask.tasks (task_id, task_type, claim, heartbeat, claim_expires_at) VALUES
-				(gen_random_uuid(), 'served', gen_random_uuid(), now(), now() + interval '1 hour'),
-				(gen_random_uuid(), 'served', gen_random_uuid(), now(), now() - interval '1 hour')`,
-			`INSERT INTO corotask.tasks (task_id, task_type, wake_at, done_at, outcome) VALUES
-				(gen_random_uuid(), 'served', NULL, now(), 'done'), (gen_random_uuid(), 'served', NULL, now(), 'failed'),
-				(gen_random_uuid(), 'served', NULL, now(), 'canceled')`,
+			`INSERT INTO corotask.tasks (task_id, root_id, task_type) VALUES (gen_random_uuid(), gen_random_uuid(), 'paused'), (gen_random_uuid(), gen_random_uuid(), 'held'), (gen_random_uuid(), gen_random_uuid(), 'dry')`,
+			`INSERT INTO corotask.tasks (task_id, root_id, task_type, limit_key) VALUES (gen_random_uuid(), gen_random_uuid(), 'served', 'k'),
+				(gen_random_uuid(), gen_random_uuid(), 'served', 'other'), (gen_random_uuid(), gen_random_uuid(), 'held', 'k'), (gen_random_uuid(), gen_random_uuid(), 'gone', 'k')`,
+			`INSERT INTO corotask.tasks (task_id, root_id, task_type, wake_at) VALUES (gen_random_uuid(), gen_random_uuid(), 'served', now() + interval '1 hour')`,
+			`INSERT INTO corotask.tasks (task_id, root_id, task_type, wake_at, failures) VALUES (gen_random_uuid(), gen_random_uuid(), 'served', now() + interval '1 hour', 2)`,
+			`INSERT INTO corotask.tasks (task_id, root_id, task_type, wake_at) VALUES (gen_random_uuid(), gen_random_uuid(), 'served', NULL)`,
+			`INSERT INTO corotask.tasks (task_id, root_id, task_type, claim, heartbeat, claim_expires_at) VALUES
+				(gen_random_uuid(), gen_random_uuid(), 'served', gen_random_uuid(), now(), now() + interval '1 hour'),
+				(gen_random_uuid(), gen_random_uuid(), 'served', gen_random_uuid(), now(), now() - interval '1 hour')`,
+			`INSERT INTO corotask.tasks (task_id, root_id, task_type, wake_at, done_at, outcome) VALUES
+				(gen_random_uuid(), gen_random_uuid(), 'served', NULL, now(), 'done'), (gen_random_uuid(), gen_random_uuid(), 'served', NULL, now(), 'failed'),
+				(gen_random_uuid(), gen_random_uuid(), 'served', NULL, now(), 'canceled')`,
 		} {
 			_, err := db.Exec(ctx, sql)
 			require.NoError(t, err)

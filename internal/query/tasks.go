@@ -10,7 +10,7 @@ const TaskColumns = `t.task_id, t.parent_id, t.task_type, ` + Status + `, t.inne
 	CASE WHEN t.claim IS NOT NULL THEN t.claimed_by END, CASE WHEN t.claim IS NOT NULL THEN t.claimed_at END,
 	GREATEST(t.created_at, t.claimed_at, t.done_at, (SELECT h.finished_at FROM corotask.history h
 		WHERE h.task_id = t.task_id AND h.seq = 0 ORDER BY h.attempt DESC LIMIT 1)),
-	coalesce(t.task_key, ''), t.priority, coalesce(t.limit_key, '')`
+	coalesce(t.task_key, ''), t.priority, coalesce(t.limit_key, ''), t.root_id`
 
 // TaskGet reads task $1: its TaskColumns, then the envelopes of its inbox
 // and of its inbox_next, each oldest first. The inbox holds the task's

@@ -32,9 +32,9 @@ func AppendRaw(t testing.TB, db tasks.DB, id tasks.ID, envelope string) {
 	t.Helper()
 	tag, err := db.Exec(context.Background(), `WITH appended AS (
 			UPDATE corotask.tasks SET msg_seq = msg_seq + 1, inbox_len = inbox_len + 1
-			WHERE task_id = $1 RETURNING msg_seq
+			WHERE task_id = $1 RETURNING msg_seq, root_id
 		)
-		INSERT INTO corotask.messages (task_id, seq, envelope) SELECT $1, msg_seq, $2::jsonb FROM appended`, id, envelope)
+		INSERT INTO corotask.messages (task_id, root_id, seq, envelope) SELECT $1, root_id, msg_seq, $2::jsonb FROM appended`, id, envelope)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, tag.RowsAffected(), "task %s not found", id)
 }

@@ -338,10 +338,10 @@ BEGIN
         WHERE t.task_id = m.task_id AND t.done_at IS NULL
         -- The row as updated: its first new message is numbered after
         -- msg_seq - n.
-        RETURNING t.task_id, t.msg_seq - m.n AS base, m.envs
+        RETURNING t.task_id, t.root_id, t.msg_seq - m.n AS base, m.envs
     ), stored AS (
-        INSERT INTO corotask.messages (task_id, seq, envelope)
-        SELECT d.task_id, d.base + e.k, e.env
+        INSERT INTO corotask.messages (task_id, root_id, seq, envelope)
+        SELECT d.task_id, d.root_id, d.base + e.k, e.env
         FROM delivered d CROSS JOIN LATERAL unnest(d.envs) WITH ORDINALITY AS e(env, k)
     )
     SELECT task_id FROM delivered;
@@ -357,6 +357,7 @@ CREATE OR REPLACE FUNCTION corotask.deliver_one(p_to uuid, p_envelope jsonb) RET
 LANGUAGE plpgsql SET search_path = '' AS $$
 DECLARE
     seq bigint;
+    root uuid;
 BEGIN
     UPDATE corotask.tasks t SET
         msg_seq = t.msg_seq + 1,
@@ -369,11 +370,11 @@ BEGIN
                               THEN ~8 ELSE ~0 END) | 2,
         wake_at = CASE WHEN t.failures > 0 THEN t.wake_at ELSE LEAST(t.wake_at, corotask.now()) END
     WHERE t.task_id = p_to AND t.done_at IS NULL
-    RETURNING t.msg_seq INTO seq;
+    RETURNING t.msg_seq, t.root_id INTO seq, root;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    INSERT INTO corotask.messages (task_id, seq, envelope) VALUES (p_to, seq, p_envelope);
+    INSERT INTO corotask.messages (task_id, root_id, seq, envelope) VALUES (p_to, root, seq, p_envelope);
     RETURN true;
 END
 $$;
@@ -662,6 +663,9 @@ DECLARE
     live uuid[];     -- ... those found, and not ended ...
     ended uuid[];    -- ... and those that have ended
     cycle integer;   -- the first task whose parent comes later in the call, or is itself
+    nested boolean;  -- whether a parent is created in this call
+    roots uuid[] := p_ids; -- each task's root_id: its own ID, or its parent's root_id
+    j integer;
     trace jsonb;
     made uuid[];     -- the tasks a call with keys created
 BEGIN
@@ -693,8 +697,8 @@ BEGIN
         -- (j, NULL when it is not created in this call): one search of p_ids
         -- per distinct parent.
         SELECT coalesce(array_agg(f.p ORDER BY f.k) FILTER (WHERE f.j IS NULL), '{}'),
-               min(f.k) FILTER (WHERE f.j >= f.k)
-        INTO outside, cycle
+               min(f.k) FILTER (WHERE f.j >= f.k), bool_or(f.j IS NOT NULL)
+        INTO outside, cycle, nested
         FROM (SELECT u.p, min(u.k)::integer AS k, array_position(p_ids, u.p) AS j
               FROM unnest(p_parents) WITH ORDINALITY AS u(p, k)
               WHERE u.p IS NOT NULL GROUP BY u.p) f;
@@ -728,21 +732,36 @@ BEGIN
             RAISE EXCEPTION 'corotask: parent task % has ended', bad
                 USING ERRCODE = 'CT410', DETAIL = 'parent ' || bad;
         END IF;
+        -- A child is in its parent's tree: the parent's root_id, read from
+        -- its row (locked above) or, for a parent created earlier in this
+        -- call, from the roots found so far.
+        SELECT array_agg(CASE WHEN u.p IS NULL THEN u.id
+                              ELSE (SELECT t.root_id FROM corotask.tasks t WHERE t.task_id = u.p) END ORDER BY u.k)
+        INTO roots
+        FROM unnest(p_ids, p_parents) WITH ORDINALITY AS u(id, p, k);
+        IF nested THEN
+            FOR k IN 1..cardinality(p_ids) LOOP
+                CONTINUE WHEN p_parents[k] IS NULL OR roots[k] IS NOT NULL;
+                j := array_position(p_ids, p_parents[k]);
+                roots[k] := roots[j];
+            END LOOP;
+        END IF;
     END IF;
     IF p_keys IS NULL THEN
         WITH created AS (
-            INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
+            INSERT INTO corotask.tasks (task_id, task_type, parent_id, root_id, inner_state, wake_at, trace,
                 msg_seq, inbox_len, woke, priority, limit_key)
-            SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, corotask.now()), u.trace,
+            SELECT u.id, u.typ, u.parent, u.root, u.state, coalesce(u.wake_at, corotask.now()), u.trace,
                    CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END,
                    CASE WHEN u.msg IS NULL THEN 1 ELSE 3 END, -- created (see tasks.woke), message
                    coalesce(u.priority, 0), u.limit_key
-            FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces, p_priorities, p_limit_keys)
-                AS u(id, typ, parent, state, msg, wake_at, trace, priority, limit_key)
+            FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces, p_priorities, p_limit_keys,
+                        roots)
+                AS u(id, typ, parent, state, msg, wake_at, trace, priority, limit_key, root)
         )
-        INSERT INTO corotask.messages (task_id, seq, envelope)
-        SELECT u.id, 1, corotask.envelope(u.parent, u.msg)
-        FROM unnest(p_ids, p_parents, p_messages) AS u(id, parent, msg)
+        INSERT INTO corotask.messages (task_id, root_id, seq, envelope)
+        SELECT u.id, u.root, 1, corotask.envelope(u.parent, u.msg)
+        FROM unnest(p_ids, p_parents, p_messages, roots) AS u(id, parent, msg, root)
         WHERE u.msg IS NOT NULL;
     ELSE
         -- With keys, a task whose key a live task of its type holds (or an
@@ -751,15 +770,15 @@ BEGIN
         -- and then refused, naming the holder. Only calls with keys pay for
         -- the speculative insert.
         WITH inserted AS (
-            INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
+            INSERT INTO corotask.tasks (task_id, task_type, parent_id, root_id, inner_state, wake_at, trace,
                 msg_seq, inbox_len, task_key, woke, priority, limit_key)
-            SELECT u.id, u.typ, u.parent, u.state, coalesce(u.wake_at, corotask.now()), u.trace,
+            SELECT u.id, u.typ, u.parent, u.root, u.state, coalesce(u.wake_at, corotask.now()), u.trace,
                    CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, CASE WHEN u.msg IS NULL THEN 0 ELSE 1 END, u.key,
                    CASE WHEN u.msg IS NULL THEN 1 ELSE 3 END, -- created (see tasks.woke), message
                    coalesce(u.priority, 0), u.limit_key
             FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces, p_keys,
-                        p_priorities, p_limit_keys)
-                AS u(id, typ, parent, state, msg, wake_at, trace, key, priority, limit_key)
+                        p_priorities, p_limit_keys, roots)
+                AS u(id, typ, parent, state, msg, wake_at, trace, key, priority, limit_key, root)
             ON CONFLICT (task_type, task_key) WHERE task_key IS NOT NULL AND done_at IS NULL DO NOTHING
             RETURNING task_id
         )
@@ -770,9 +789,9 @@ BEGIN
         -- Then a key that a task ended within its type's key window keeps
         -- (checked after the insert: see key_window_holder).
         PERFORM corotask.refuse_windowed_keys(p_ids, p_types, p_keys);
-        INSERT INTO corotask.messages (task_id, seq, envelope)
-        SELECT u.id, 1, corotask.envelope(u.parent, u.msg)
-        FROM unnest(p_ids, p_parents, p_messages) AS u(id, parent, msg)
+        INSERT INTO corotask.messages (task_id, root_id, seq, envelope)
+        SELECT u.id, u.root, 1, corotask.envelope(u.parent, u.msg)
+        FROM unnest(p_ids, p_parents, p_messages, roots) AS u(id, parent, msg, root)
         WHERE u.msg IS NOT NULL;
     END IF;
     -- Each parent counts its live children (see deliver_all).
@@ -936,12 +955,12 @@ BEGIN
                 USING ERRCODE = 'CT410', DETAIL = 'task ' || w.holder,
                       HINT = format('it ended at %s, within its type''s key window of %s', w.ended_at, w.keep);
         END IF;
-        INSERT INTO corotask.tasks (task_id, task_type, inner_state, wake_at, trace, msg_seq, inbox_len, task_key, woke)
-        VALUES (new_id, p_type, p_state, corotask.now(), p_trace, 1, 1, p_key, 3) -- created, message
+        INSERT INTO corotask.tasks (task_id, task_type, root_id, inner_state, wake_at, trace, msg_seq, inbox_len, task_key, woke)
+        VALUES (new_id, p_type, new_id, p_state, corotask.now(), p_trace, 1, 1, p_key, 3) -- created, message
         ON CONFLICT (task_type, task_key) WHERE task_key IS NOT NULL AND done_at IS NULL DO NOTHING
         RETURNING task_id INTO id;
         IF FOUND THEN
-            INSERT INTO corotask.messages (task_id, seq, envelope) VALUES (id, 1, env);
+            INSERT INTO corotask.messages (task_id, root_id, seq, envelope) VALUES (id, id, 1, env);
             RETURN id;
         END IF;
     END LOOP;

@@ -49,8 +49,8 @@ BEGIN
         -- Messages that arrived during a poll join the inbox, as at any release.
         inbox_len = inbox_len + inbox_next_len, inbox_next_len = 0, next_wakes = false
     WHERE task_id = p_task;
-    INSERT INTO corotask.history (task_id, attempt, outcome, action, actor)
-    VALUES (p_task, root.attempts + 1, 'operator', 'cancel', session_user)
+    INSERT INTO corotask.history (task_id, root_id, attempt, outcome, action, actor)
+    VALUES (p_task, root.root_id, root.attempts + 1, 'operator', 'cancel', session_user)
     ON CONFLICT DO NOTHING;
     total := 1;
     -- Each pass is a new statement with a new snapshot, so children added by a poll
@@ -68,10 +68,10 @@ BEGIN
                 inbox_len = t.inbox_len + t.inbox_next_len, inbox_next_len = 0, next_wakes = false
             FROM tree
             WHERE t.task_id = tree.task_id AND t.done_at IS NULL
-            RETURNING t.task_id, t.attempts, tree.claim AS old_claim
+            RETURNING t.task_id, t.root_id, t.attempts, tree.claim AS old_claim
         ), recorded AS (
-            INSERT INTO corotask.history (task_id, attempt, outcome, action, actor, error)
-            SELECT task_id, attempts, 'operator', 'cancel', session_user, 'ancestor ' || p_task || ' canceled'
+            INSERT INTO corotask.history (task_id, root_id, attempt, outcome, action, actor, error)
+            SELECT task_id, root_id, attempts, 'operator', 'cancel', session_user, 'ancestor ' || p_task || ' canceled'
             FROM canceled
             ON CONFLICT DO NOTHING
         )

@@ -74,7 +74,8 @@ DECLARE
     ids uuid[];           -- the polls whose claim matched, in batch order ...
     dropped boolean[];    -- ... and whether each was superseded
     spawners uuid[];      -- the kept polls with effects, in batch order ...
-    effects jsonb[];      -- ... and their effects
+    effects jsonb[];      -- ... and their effects ...
+    spawner_roots uuid[]; -- ... and their tasks' roots (their children's)
     ended_spawner uuid;   -- a poll that spawned and ended the task
     send_to uuid[];       -- recipients of the messages polls sent, in batch order ...
     sent jsonb[];         -- ... and the messages' envelopes
@@ -189,15 +190,15 @@ BEGIN
             result = CASE WHEN u.action = 'done' AND t.inbox_next_len = 0 THEN u.result END
         FROM input u
         WHERE t.task_id = u.task_id AND t.claim = u.claim
-        RETURNING t.task_id, t.parent_id, t.done_at IS NOT NULL AS ended,
+        RETURNING t.task_id, t.root_id, t.parent_id, t.done_at IS NOT NULL AS ended,
             u.action = 'done' AND t.done_at IS NULL AS superseded, u.result, u.effects, u.i,
             u.history, u.taken, u.pop_from, u.pop_to, u.action, u.spawned, t.attempts, t.claimed_by, t.claimed_at, t.wake_at,
             coalesce(pg_column_size(t.inner_state), 0) AS state_bytes,
             CASE WHEN u.history = 2 THEN t.inner_state END AS snapshot
     ), recorded AS (
-        INSERT INTO corotask.history (task_id, attempt, outcome, action, executor_id, claimed_at,
+        INSERT INTO corotask.history (task_id, root_id, attempt, outcome, action, executor_id, claimed_at,
             popped, spawned, sent, state_bytes, state, wake_at)
-        SELECT c.task_id, c.attempts, CASE WHEN c.superseded THEN 'superseded' ELSE 'committed' END,
+        SELECT c.task_id, c.root_id, c.attempts, CASE WHEN c.superseded THEN 'superseded' ELSE 'committed' END,
             c.action, c.claimed_by, c.claimed_at,
             CASE WHEN c.superseded THEN 0 ELSE c.taken END,
             CASE WHEN c.superseded THEN 0 ELSE c.spawned END,
@@ -219,11 +220,12 @@ BEGIN
     SELECT array_agg(c.task_id ORDER BY c.i), array_agg(c.superseded ORDER BY c.i),
         array_agg(c.task_id ORDER BY c.i) FILTER (WHERE NOT c.superseded AND c.effects IS NOT NULL),
         array_agg(c.effects ORDER BY c.i) FILTER (WHERE NOT c.superseded AND c.effects IS NOT NULL),
+        array_agg(c.root_id ORDER BY c.i) FILTER (WHERE NOT c.superseded AND c.effects IS NOT NULL),
         min(c.task_id::text) FILTER (WHERE c.ended AND c.spawned > 0)::uuid,
         array_agg(c.parent_id ORDER BY c.i) FILTER (WHERE c.ended AND c.parent_id IS NOT NULL),
         array_agg(corotask.completion(c.task_id, 'done', c.result, NULL) ORDER BY c.i)
             FILTER (WHERE c.ended AND c.parent_id IS NOT NULL)
-    INTO ids, dropped, spawners, effects, ended_spawner, parents, completions
+    INTO ids, dropped, spawners, effects, spawner_roots, ended_spawner, parents, completions
     FROM committed c;
     RETURN QUERY SELECT u.id, u.d FROM unnest(ids, dropped) AS u(id, d);
     -- Effects are applied per batch, not per poll: every child in one
@@ -264,10 +266,10 @@ BEGIN
         END IF;
         -- A child with a message has it as its first (seq 1).
         WITH children AS (
-            INSERT INTO corotask.tasks (task_id, task_type, parent_id, inner_state, wake_at, trace,
+            INSERT INTO corotask.tasks (task_id, task_type, parent_id, root_id, inner_state, wake_at, trace,
                 claim, heartbeat, claim_expires_at, attempts, claimed_by, claimed_at, msg_seq, inbox_len, task_key, woke,
                 priority, limit_key)
-            SELECT (s.e ->> 'id')::uuid, s.e ->> 'type', x.parent, s.e -> 'state', corotask.now(),
+            SELECT (s.e ->> 'id')::uuid, s.e ->> 'type', x.parent, x.root, s.e -> 'state', corotask.now(),
                    s.e -> 'trace',
                    c.claim,
                    CASE WHEN c.claim IS NOT NULL THEN now() END,
@@ -283,7 +285,7 @@ BEGIN
                    ((1 | CASE WHEN s.e ? 'msg' THEN 2 ELSE 0 END)
                        << CASE WHEN c.claim IS NULL THEN 0 ELSE 8 END)::smallint,
                    coalesce((s.e ->> 'priority')::smallint, 0), s.e ->> 'limit_key'
-            FROM unnest(spawners, effects) WITH ORDINALITY AS x(parent, eff, k),
+            FROM unnest(spawners, effects, spawner_roots) WITH ORDINALITY AS x(parent, eff, root, k),
                  jsonb_array_elements(x.eff -> 'spawn') WITH ORDINALITY AS s(e, n),
                  -- A child of a type with flow controls is never created
                  -- claimed: only a claim, which counts against them, starts
@@ -294,9 +296,9 @@ BEGIN
             WHERE x.eff ? 'spawn'
             ORDER BY x.k, s.n
         )
-        INSERT INTO corotask.messages (task_id, seq, envelope)
-        SELECT (s.e ->> 'id')::uuid, 1, corotask.envelope(x.parent, s.e -> 'msg')
-        FROM unnest(spawners, effects) AS x(parent, eff),
+        INSERT INTO corotask.messages (task_id, root_id, seq, envelope)
+        SELECT (s.e ->> 'id')::uuid, x.root, 1, corotask.envelope(x.parent, s.e -> 'msg')
+        FROM unnest(spawners, effects, spawner_roots) AS x(parent, eff, root),
              jsonb_array_elements(x.eff -> 'spawn') AS s(e)
         WHERE x.eff ? 'spawn' AND s.e ? 'msg';
         -- A key that a task ended within its type's key window keeps
@@ -349,10 +351,10 @@ SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS
                            ELSE LEAST(t.wake_at, corotask.now()) END
         FROM unnest(p_tasks, p_claims) AS c(task_id, claim)
         WHERE t.task_id = c.task_id AND t.claim = c.claim
-        RETURNING t.task_id, t.attempts, t.claimed_by, t.claimed_at, t.wake_at
+        RETURNING t.task_id, t.root_id, t.attempts, t.claimed_by, t.claimed_at, t.wake_at
     ), recorded AS (
-        INSERT INTO corotask.history (task_id, attempt, outcome, executor_id, claimed_at, wake_at)
-        SELECT task_id, attempts, 'released', claimed_by, claimed_at, wake_at FROM released
+        INSERT INTO corotask.history (task_id, root_id, attempt, outcome, executor_id, claimed_at, wake_at)
+        SELECT task_id, root_id, attempts, 'released', claimed_by, claimed_at, wake_at FROM released
         ON CONFLICT DO NOTHING
     )
     SELECT count(*)::integer FROM released

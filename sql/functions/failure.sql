@@ -63,9 +63,9 @@ BEGIN
     parent := failed.parent_id;
     ended := coalesce(failed.outcome IS NOT NULL, false);
     IF NOT claim_lost AND p_history > 0 THEN
-        INSERT INTO corotask.history (task_id, attempt, outcome, executor_id, claimed_at, error, stack,
+        INSERT INTO corotask.history (task_id, root_id, attempt, outcome, executor_id, claimed_at, error, stack,
             state_bytes, state, wake_at)
-        VALUES (p_task, failed.attempts, p_outcome, failed.claimed_by, failed.claimed_at, p_error, p_stack,
+        VALUES (p_task, failed.root_id, failed.attempts, p_outcome, failed.claimed_by, failed.claimed_at, p_error, p_stack,
             coalesce(pg_column_size(failed.inner_state), 0), CASE WHEN p_history = 2 THEN failed.inner_state END, failed.wake_at)
         ON CONFLICT DO NOTHING;
         PERFORM corotask.trim_history(p_task, failed.attempts, p_keep_first, p_keep_last);
@@ -88,6 +88,7 @@ DECLARE
     n integer;
     holder uuid;
     since timestamptz;
+    root uuid;
 BEGIN
     PERFORM corotask.lock_with_parent(p_task);
     UPDATE corotask.tasks SET
@@ -101,12 +102,12 @@ BEGIN
         done_at = corotask.now(),
         outcome = 'failed'
     WHERE task_id = p_task AND claim = p_claim
-    RETURNING parent_id, last_error, attempts, claimed_by, claimed_at INTO parent, err, n, holder, since;
+    RETURNING parent_id, last_error, attempts, claimed_by, claimed_at, root_id INTO parent, err, n, holder, since, root;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    INSERT INTO corotask.history (task_id, attempt, outcome, executor_id, claimed_at, error)
-    VALUES (p_task, n, 'failed', holder, since, 'failed for good without a poll: ' || coalesce(err, 'too many failures'))
+    INSERT INTO corotask.history (task_id, root_id, attempt, outcome, executor_id, claimed_at, error)
+    VALUES (p_task, root, n, 'failed', holder, since, 'failed for good without a poll: ' || coalesce(err, 'too many failures'))
     ON CONFLICT DO NOTHING;
     IF parent IS NOT NULL THEN
         PERFORM corotask.deliver_all(ARRAY[parent], ARRAY[corotask.completion(p_task, 'failed', NULL, err)]);

@@ -37,9 +37,9 @@ BEGIN
         RAISE EXCEPTION 'corotask: record_lost outcome must be claim_lost or canceled, not %', p_outcome
             USING ERRCODE = '22023';
     END IF;
-    INSERT INTO corotask.history (task_id, attempt, outcome, executor_id, claimed_at, error)
-    SELECT p_task, p_attempt, p_outcome, p_executor, p_claimed_at, p_error
-    WHERE EXISTS (SELECT 1 FROM corotask.tasks t WHERE t.task_id = p_task)
+    INSERT INTO corotask.history (task_id, root_id, attempt, outcome, executor_id, claimed_at, error)
+    SELECT p_task, t.root_id, p_attempt, p_outcome, p_executor, p_claimed_at, p_error
+    FROM corotask.tasks t WHERE t.task_id = p_task
     ON CONFLICT DO NOTHING;
 END
 $$;

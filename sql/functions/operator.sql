@@ -67,9 +67,9 @@ CREATE OR REPLACE FUNCTION corotask.operator_record(t corotask.tasks, p_action t
     p_state jsonb, p_state_before jsonb)
 RETURNS void
 LANGUAGE sql SET search_path = '' AS $$
-    INSERT INTO corotask.history (task_id, attempt, seq, outcome, action, actor, wake_at, message, state_bytes,
+    INSERT INTO corotask.history (task_id, root_id, attempt, seq, outcome, action, actor, wake_at, message, state_bytes,
                                   state, state_before)
-    VALUES (t.task_id, t.attempts,
+    VALUES (t.task_id, t.root_id, t.attempts,
             CASE WHEN p_action = 'send'
                  THEN 1 + coalesce((SELECT max(h.seq) FROM corotask.history h
                                     WHERE h.task_id = t.task_id AND h.attempt = t.attempts), 0)
