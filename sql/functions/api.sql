@@ -661,6 +661,7 @@ DECLARE
     bad uuid;
     outside uuid[];  -- the parents not created in this call, by first child ...
     live uuid[];     -- ... those found, and not ended ...
+    live_roots uuid[]; -- ... and their root_ids ...
     ended uuid[];    -- ... and those that have ended
     cycle integer;   -- the first task whose parent comes later in the call, or is itself
     nested boolean;  -- whether a parent is created in this call
@@ -711,32 +712,34 @@ BEGIN
         -- of the UPDATE of their count of children below, taken at once
         -- (FOR SHARE, which two callers may hold together, would make them
         -- deadlock when both raise it).
-        SELECT coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NULL), '{}'),
-               coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NOT NULL), '{}')
-        INTO live, ended
-        FROM (
-            SELECT t.task_id, t.done_at FROM corotask.tasks t
-            WHERE t.task_id = ANY (outside)
-            ORDER BY t.task_id
-            FOR NO KEY UPDATE
-        ) l;
-        SELECT o.p INTO bad FROM unnest(outside) WITH ORDINALITY AS o(p, n)
-        WHERE o.p <> ALL (live) AND o.p <> ALL (ended)
-        ORDER BY o.n LIMIT 1;
-        IF FOUND THEN
-            RAISE EXCEPTION 'corotask: parent task % not found', bad
-                USING ERRCODE = 'CT404', DETAIL = 'parent ' || bad;
+        IF cardinality(outside) > 0 THEN
+            SELECT coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NULL), '{}'),
+                   coalesce(array_agg(l.root_id) FILTER (WHERE l.done_at IS NULL), '{}'),
+                   coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NOT NULL), '{}')
+            INTO live, live_roots, ended
+            FROM (
+                SELECT t.task_id, t.root_id, t.done_at FROM corotask.tasks t
+                WHERE t.task_id = ANY (outside)
+                ORDER BY t.task_id
+                FOR NO KEY UPDATE
+            ) l;
+            SELECT o.p INTO bad FROM unnest(outside) WITH ORDINALITY AS o(p, n)
+            WHERE o.p <> ALL (live) AND o.p <> ALL (ended)
+            ORDER BY o.n LIMIT 1;
+            IF FOUND THEN
+                RAISE EXCEPTION 'corotask: parent task % not found', bad
+                    USING ERRCODE = 'CT404', DETAIL = 'parent ' || bad;
+            END IF;
+            IF cardinality(ended) > 0 THEN
+                bad := ended[1];
+                RAISE EXCEPTION 'corotask: parent task % has ended', bad
+                    USING ERRCODE = 'CT410', DETAIL = 'parent ' || bad;
+            END IF;
         END IF;
-        IF cardinality(ended) > 0 THEN
-            bad := ended[1];
-            RAISE EXCEPTION 'corotask: parent task % has ended', bad
-                USING ERRCODE = 'CT410', DETAIL = 'parent ' || bad;
-        END IF;
-        -- A child is in its parent's tree: the parent's root_id, read from
-        -- its row (locked above) or, for a parent created earlier in this
-        -- call, from the roots found so far.
-        SELECT array_agg(CASE WHEN u.p IS NULL THEN u.id
-                              ELSE (SELECT t.root_id FROM corotask.tasks t WHERE t.task_id = u.p) END ORDER BY u.k)
+        -- A child is in its parent's tree: it takes the root_id of its
+        -- parent, of those locked above or, for a parent created earlier in
+        -- this call, of those found so far.
+        SELECT array_agg(CASE WHEN u.p IS NULL THEN u.id ELSE live_roots[array_position(live, u.p)] END ORDER BY u.k)
         INTO roots
         FROM unnest(p_ids, p_parents) WITH ORDINALITY AS u(id, p, k);
         IF nested THEN

@@ -1,0 +1,85 @@
+-- Distributes a migrated corotask schema over a Citus cluster, once: run it
+-- on the coordinator, in the database that `corotask migrate` made ready
+-- (schema version 15 or later), after the database exists on every node
+-- with the citus extension and the nodes are registered in it (what
+-- scripts/citus/cluster.sh start and createdb do; `cluster.sh distribute`
+-- runs this file).
+--
+--   psql -v ON_ERROR_STOP=1 -d "$COROTASK_CITUS_URL" -f scripts/citus/distribute.sql
+--
+-- NOT YET A DEPLOYMENT: the executor's claims and commits, and most
+-- operator statements, do not yet run on the distributed tables (see
+-- docs/scaling.md, "Citus"). This is the layout they are being made ready
+-- for, and what the Citus tests run against.
+--
+-- What it does, in one transaction:
+--   - corotask.tasks, corotask.messages and corotask.history are
+--     distributed by root_id, colocated: a workflow tree, its messages and
+--     its history live on one shard. Citus needs every unique index to hold
+--     the distribution column, so each primary key gains root_id (after the
+--     ID it had: lookups by ID still use it), and history rows written by a
+--     build of migration 14 get their task's root first.
+--   - The unique index of live keys (task_type, task_key) cannot hold
+--     root_id without losing its meaning (one live task per key across all
+--     trees): it is dropped, and keys are not unique on Citus.
+--   - The triggers that NOTIFY corotask_ready would fire on the workers,
+--     where no executor listens, and a worker's NOTIFY breaks Citus'
+--     two-phase commit: they are dropped. Executors on Citus run with
+--     DisableListen and find ready tasks every PollInterval.
+--   - The small tables every executor reads (executors, type_controls,
+--     key_limits, rate_limits, key_windows, control_history) become
+--     reference tables, copied to every node.
+--
+-- Run twice, it finds the tables distributed and changes nothing. It is
+-- plain SQL (no psql commands), so that programs and tests can run it too.
+
+BEGIN;
+
+DO $$
+DECLARE
+    v integer;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        RAISE EXCEPTION 'corotask: database % has no citus extension: create it on every node first (scripts/citus/cluster.sh createdb)',
+            current_database();
+    END IF;
+    IF to_regclass('corotask.migrations') IS NULL THEN
+        RAISE EXCEPTION 'corotask: database % has no corotask schema: run corotask migrate against it first', current_database();
+    END IF;
+    SELECT max(version) INTO v FROM corotask.migrations;
+    IF v < 15 THEN
+        RAISE EXCEPTION 'corotask: the schema is at version %, and distribution needs 15 or later (tasks.root_id): run corotask migrate with this build first', v;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'corotask.tasks'::regclass) THEN
+        RAISE NOTICE 'corotask: the tables are distributed already; nothing to do';
+        RETURN;
+    END IF;
+
+    -- Citus' own notices (data copied to shards) are not shown.
+    PERFORM set_config('client_min_messages', 'warning', true);
+    UPDATE corotask.history h SET root_id = t.root_id
+    FROM corotask.tasks t WHERE h.root_id IS NULL AND t.task_id = h.task_id;
+    UPDATE corotask.history SET root_id = task_id WHERE root_id IS NULL;
+    ALTER TABLE corotask.history ALTER COLUMN root_id SET NOT NULL;
+
+    ALTER TABLE corotask.tasks DROP CONSTRAINT tasks_pkey, ADD PRIMARY KEY (task_id, root_id);
+    ALTER TABLE corotask.messages DROP CONSTRAINT messages_pkey, ADD PRIMARY KEY (task_id, root_id, seq);
+    ALTER TABLE corotask.history DROP CONSTRAINT history_pkey, ADD PRIMARY KEY (task_id, root_id, attempt, seq);
+    DROP INDEX corotask.tasks_live_key;
+
+    DROP TRIGGER tasks_announce_insert ON corotask.tasks;
+    DROP TRIGGER tasks_announce_update ON corotask.tasks;
+
+    PERFORM create_distributed_table('corotask.tasks', 'root_id');
+    PERFORM create_distributed_table('corotask.messages', 'root_id', colocate_with => 'corotask.tasks');
+    PERFORM create_distributed_table('corotask.history', 'root_id', colocate_with => 'corotask.tasks');
+
+    PERFORM create_reference_table(t::regclass)
+    FROM unnest(ARRAY['corotask.executors', 'corotask.type_controls', 'corotask.key_limits', 'corotask.rate_limits',
+                      'corotask.key_windows', 'corotask.control_history']) AS t;
+    PERFORM set_config('client_min_messages', 'notice', true);
+    RAISE NOTICE 'corotask: tasks, messages and history distributed by root_id; six reference tables';
+END
+$$;
+
+COMMIT;
