@@ -25,6 +25,9 @@ Commands:
                      database (--database); exit 3 when a node is stopped
   createdb DB        create DB on every node with the extension, register the
                      nodes in it, and print COROTASK_CITUS_URL for it
+  distribute DB      distribute the corotask schema of DB (migrated first with
+                     'corotask migrate') over the workers, with
+                     scripts/citus/distribute.sql; once is enough
 
 Flags:
   --dir DIR          the cluster's directory (default \$COROTASK_CITUS_DIR);
@@ -49,6 +52,8 @@ on every node and the nodes are registered in each one.
 
 Example:
   export "\$($prog start --dir /tmp/citus)"   # sets COROTASK_CITUS_URL
+  corotask migrate --database-url "\$COROTASK_CITUS_URL"
+  $prog distribute --dir /tmp/citus corotask
   $prog status --dir /tmp/citus
   $prog stop --dir /tmp/citus && rm -rf /tmp/citus
 EOF
@@ -105,8 +110,8 @@ done
 
 case $command in
 start | stop | status) [ ${#args[@]} -eq 0 ] || usage_error "$command takes no argument (got ${args[*]})" ;;
-createdb) [ ${#args[@]} -eq 1 ] || usage_error "createdb takes one argument, the database"; database=${args[0]} ;;
-'') usage_error "no command (start, stop, status or createdb)" ;;
+createdb | distribute) [ ${#args[@]} -eq 1 ] || usage_error "$command takes one argument, the database"; database=${args[0]} ;;
+'') usage_error "no command (start, stop, status, createdb or distribute)" ;;
 *) usage_error "unknown command $command" ;;
 esac
 
@@ -396,6 +401,15 @@ SQL
 cmd_createdb() {
 	load_shape
 	create_database "$database"
+}
+
+cmd_distribute() {
+	load_shape
+	node_running coordinator || die "the coordinator is not running: run '$prog start --dir $dir' first"
+	local script
+	script=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/distribute.sql
+	[ -f "$script" ] || die "$script is missing"
+	psql_node coordinator "$database" -f "$script" || die "distributing $database failed (see above)"
 }
 
 "cmd_$command"

@@ -1,0 +1,115 @@
+package sql_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/tasks"
+)
+
+// On a Citus cluster (COROTASK_CITUS_URL), scripts/citus/distribute.sql
+// distributes tasks, messages and history by root_id, colocated, and makes
+// the small tables reference tables; run again, it changes nothing. Trees
+// created in one call, with their first messages, land whole on one shard
+// each, and the trees spread over the workers.
+func TestCitusDistributesEachTreeWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+
+	layout := func() map[string]string {
+		t.Helper()
+		rows, err := db.Query(ctx, `SELECT logicalrelid::text,
+				CASE partmethod WHEN 'h' THEN 'hash ' || column_to_column_name(logicalrelid, partkey) || ' group ' || colocationid
+				                WHEN 'n' THEN 'reference' END
+			FROM pg_dist_partition WHERE logicalrelid::text LIKE 'corotask.%'`)
+		require.NoError(t, err)
+		got := map[string]string{}
+		for rows.Next() {
+			var rel, how string
+			require.NoError(t, rows.Scan(&rel, &how))
+			got[rel] = how
+		}
+		require.NoError(t, rows.Err())
+		return got
+	}
+	before := layout()
+	group := before["corotask.tasks"]
+	require.Regexp(t, `^hash root_id group \d+$`, group)
+	require.Equal(t, map[string]string{
+		"corotask.tasks": group, "corotask.messages": group, "corotask.history": group,
+		"corotask.executors": "reference", "corotask.type_controls": "reference", "corotask.key_limits": "reference",
+		"corotask.rate_limits": "reference", "corotask.key_windows": "reference", "corotask.control_history": "reference",
+	}, before)
+	script, err := os.ReadFile("../scripts/citus/distribute.sql")
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, string(script))
+	require.NoError(t, err, "a second run")
+	require.Equal(t, before, layout())
+
+	// Twenty trees of a root, two children (one with a message) and a
+	// grandchild, each created in one call.
+	roots := map[tasks.ID]bool{}
+	for range 20 {
+		root, child1, child2, grandchild := tasks.NewID(), tasks.NewID(), tasks.NewID(), tasks.NewID()
+		_, err := tasks.CreateMany(ctx, db, []tasks.Spec{
+			{ID: root, Type: "job"},
+			{ID: child1, Type: "job", Parent: root, Message: "hello"},
+			{ID: child2, Type: "job", Parent: root},
+			{ID: grandchild, Type: "job", Parent: child1, Message: 2},
+		})
+		require.NoError(t, err)
+		roots[root] = true
+	}
+	// Each tree's rows, of both tables, are on one shard; the trees are on
+	// both workers.
+	// Colocated shards of the tables share their range of hash values
+	// and their worker.
+	type place struct {
+		hashes string
+		port   int
+	}
+	placement := map[int64]place{}
+	rows, err := db.Query(ctx, `SELECT s.shardid, s.shardminvalue || '..' || s.shardmaxvalue, n.nodeport
+		FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid) JOIN pg_dist_node n USING (groupid)
+		WHERE s.shardminvalue IS NOT NULL`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var shard int64
+		var at place
+		require.NoError(t, rows.Scan(&shard, &at.hashes, &at.port))
+		placement[shard] = at
+	}
+	require.NoError(t, rows.Err())
+	shards := map[tasks.ID]map[place]int{} // tree: its rows per place
+	for _, table := range []string{"corotask.tasks", "corotask.messages"} {
+		rows, err := db.Query(ctx, `SELECT root_id, get_shard_id_for_distribution_column($1, root_id) FROM `+table, table)
+		require.NoError(t, err)
+		for rows.Next() {
+			var root tasks.ID
+			var shard int64
+			require.NoError(t, rows.Scan(&root, &shard))
+			require.True(t, roots[root], "root %s", root)
+			require.Contains(t, placement, shard)
+			if shards[root] == nil {
+				shards[root] = map[place]int{}
+			}
+			shards[root][placement[shard]]++
+		}
+		require.NoError(t, rows.Err())
+	}
+	require.Len(t, shards, 20)
+	ports := map[int]bool{}
+	for root, on := range shards {
+		require.Len(t, on, 1, "tree %s", root)
+		for at, n := range on {
+			require.Equal(t, 6, n, "tree %s: four tasks and two messages", root)
+			ports[at.port] = true
+		}
+	}
+	require.Greater(t, len(ports), 1, "the trees are on more than one worker")
+}
