@@ -26,6 +26,7 @@ type taskJSON struct {
 	LimitKey     *string         `json:"limit_key"` // null when the task has none
 	Status       tasks.Status    `json:"status"`
 	Parent       tasks.ID        `json:"parent"` // the zero ID encodes as null
+	Root         tasks.ID        `json:"root"`   // the top of its tree: its own ID for a root
 	WakeAt       *time.Time      `json:"wake_at"`
 	Heartbeat    *time.Time      `json:"heartbeat"`
 	InboxLen     int             `json:"inbox_len"`
@@ -48,7 +49,7 @@ type taskJSON struct {
 
 func toJSON(t *tasks.Task) taskJSON {
 	j := taskJSON{
-		ID: t.ID, Type: t.Type, Status: t.Status, Parent: t.Parent,
+		ID: t.ID, Type: t.Type, Status: t.Status, Parent: t.Parent, Root: t.Root,
 		WakeAt: t.WakeAt, InboxLen: t.InboxLen, InboxNextLen: t.InboxNextLen,
 		Failures: t.Failures, CreatedAt: t.CreatedAt, DoneAt: t.DoneAt,
 		State: t.State, Result: t.Result,

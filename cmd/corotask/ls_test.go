@@ -69,7 +69,7 @@ func TestLs(t *testing.T) {
 	require.Len(t, list, 4)
 	fields := []string{"id", "type", "status", "parent", "wake_at", "heartbeat", "inbox_len", "inbox_next_len",
 		"failures", "last_error", "created_at", "done_at", "state", "result", "attempts", "claimed_by", "claimed_at", "updated_at",
-		"live_children", "awaiting_children", "key", "priority", "limit_key"}
+		"live_children", "awaiting_children", "key", "priority", "limit_key", "root"}
 	slices.Reverse(list) // oldest first, as created
 	for _, m := range list {
 		require.Len(t, m, len(fields), "%v", m)
@@ -79,10 +79,12 @@ func TestLs(t *testing.T) {
 	}
 	require.Equal(t, root.String(), list[0]["id"])
 	require.Nil(t, list[0]["parent"])
+	require.Equal(t, root.String(), list[0]["root"])
 	require.Equal(t, map[string]any{"k": "v"}, list[0]["state"])
 	require.Nil(t, list[0]["heartbeat"])
 	require.Nil(t, list[0]["last_error"])
 	require.Equal(t, root.String(), list[2]["parent"])
+	require.Equal(t, root.String(), list[2]["root"])
 	require.Equal(t, "running", list[2]["status"])
 	require.NotNil(t, list[2]["heartbeat"])
 	require.Equal(t, "boom", list[2]["last_error"])

@@ -156,6 +156,9 @@ func printTask(w io.Writer, t *tasks.Task, children map[tasks.Status]int, h []ta
 		row("limit_key", t.LimitKey)
 	}
 	row("parent", idOrDash(t.Parent))
+	if !t.Parent.IsZero() {
+		row("root", t.Root.String()) // the top of its workflow tree
+	}
 	row("created", timestamp(&t.CreatedAt, now))
 	row("updated", timestamp(&t.UpdatedAt, now))
 	row("wake_at", timestamp(t.WakeAt, now))

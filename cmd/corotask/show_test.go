@@ -53,6 +53,8 @@ func TestShow(t *testing.T) {
 	} {
 		require.Regexp(t, re, out)
 	}
+	require.NotRegexp(t, `(?m)^root `, out, "a root's root is itself: not shown")
+	require.Regexp(t, `(?m)^parent +`+root.String()+`\nroot +`+root.String()+`$`, c.ok("show", child.String()))
 
 	s := c.show(root)
 	require.Equal(t, root, s.ID)
