@@ -1,6 +1,6 @@
 -- Distributes a migrated corotask schema over a Citus cluster, once: run it
 -- on the coordinator, in the database that `corotask migrate` made ready
--- (schema version 15 or later), after the database exists on every node
+-- (schema version 16 or later), after the database exists on every node
 -- with the citus extension and the nodes are registered in it (what
 -- scripts/citus/cluster.sh start and createdb do; `cluster.sh distribute`
 -- runs this file).
@@ -22,10 +22,6 @@
 --   - The unique index of live keys (task_type, task_key) cannot hold
 --     root_id without losing its meaning (one live task per key across all
 --     trees): it is dropped, and keys are not unique on Citus.
---   - The triggers that NOTIFY corotask_ready would fire on the workers,
---     where no executor listens, and a worker's NOTIFY breaks Citus'
---     two-phase commit: they are dropped. Executors on Citus run with
---     DisableListen and find ready tasks every PollInterval.
 --   - The small tables every executor reads (executors, type_controls,
 --     key_limits, rate_limits, key_windows, control_history) become
 --     reference tables, copied to every node.
@@ -47,8 +43,8 @@ BEGIN
         RAISE EXCEPTION 'corotask: database % has no corotask schema: run corotask migrate against it first', current_database();
     END IF;
     SELECT max(version) INTO v FROM corotask.migrations;
-    IF v < 15 THEN
-        RAISE EXCEPTION 'corotask: the schema is at version %, and distribution needs 15 or later (tasks.root_id): run corotask migrate with this build first', v;
+    IF v < 16 THEN
+        RAISE EXCEPTION 'corotask: the schema is at version %, and distribution needs 16 or later (tasks.root_id, no triggers): run corotask migrate with this build first', v;
     END IF;
     IF EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'corotask.tasks'::regclass) THEN
         RAISE NOTICE 'corotask: the tables are distributed already; nothing to do';
@@ -66,9 +62,6 @@ BEGIN
     ALTER TABLE corotask.messages DROP CONSTRAINT messages_pkey, ADD PRIMARY KEY (task_id, root_id, seq);
     ALTER TABLE corotask.history DROP CONSTRAINT history_pkey, ADD PRIMARY KEY (task_id, root_id, attempt, seq);
     DROP INDEX corotask.tasks_live_key;
-
-    DROP TRIGGER tasks_announce_insert ON corotask.tasks;
-    DROP TRIGGER tasks_announce_update ON corotask.tasks;
 
     PERFORM create_distributed_table('corotask.tasks', 'root_id');
     PERFORM create_distributed_table('corotask.messages', 'root_id', colocate_with => 'corotask.tasks');

@@ -303,9 +303,11 @@ CREATE OR REPLACE FUNCTION corotask.deliver_all(p_to uuid[], p_envelopes jsonb[]
 LANGUAGE plpgsql SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    ids uuid[];      -- the tasks delivered to ...
+    ready text[];    -- ... and the types of those left ready
 BEGIN
     -- MATERIALIZED keeps the aggregate from being re-run per row of the join.
-    RETURN QUERY
     WITH m AS MATERIALIZED (
         SELECT x.task_id, array_agg(x.env ORDER BY x.k) AS envs, count(*)::integer AS n,
                (count(*) FILTER (WHERE x.env ? 'done'))::integer AS ended,
@@ -338,13 +340,18 @@ BEGIN
         WHERE t.task_id = m.task_id AND t.done_at IS NULL
         -- The row as updated: its first new message is numbered after
         -- msg_seq - n.
-        RETURNING t.task_id, t.root_id, t.msg_seq - m.n AS base, m.envs
+        RETURNING t.task_id, t.root_id, t.msg_seq - m.n AS base, m.envs, t.task_type,
+            t.claim IS NULL AND t.wake_at <= corotask.now() AS ready
     ), stored AS (
         INSERT INTO corotask.messages (task_id, root_id, seq, envelope)
         SELECT d.task_id, d.root_id, d.base + e.k, e.env
         FROM delivered d CROSS JOIN LATERAL unnest(d.envs) WITH ORDINALITY AS e(env, k)
     )
-    SELECT task_id FROM delivered;
+    SELECT array_agg(d.task_id), array_agg(d.task_type) FILTER (WHERE d.ready)
+    INTO ids, ready
+    FROM delivered d;
+    PERFORM corotask.announce(ready);
+    RETURN QUERY SELECT unnest(ids);
 END
 $$;
 
@@ -358,6 +365,8 @@ LANGUAGE plpgsql SET search_path = '' AS $$
 DECLARE
     seq bigint;
     root uuid;
+    typ text;
+    ready boolean;
 BEGIN
     UPDATE corotask.tasks t SET
         msg_seq = t.msg_seq + 1,
@@ -370,11 +379,15 @@ BEGIN
                               THEN ~8 ELSE ~0 END) | 2,
         wake_at = CASE WHEN t.failures > 0 THEN t.wake_at ELSE LEAST(t.wake_at, corotask.now()) END
     WHERE t.task_id = p_to AND t.done_at IS NULL
-    RETURNING t.msg_seq, t.root_id INTO seq, root;
+    RETURNING t.msg_seq, t.root_id, t.task_type, t.claim IS NULL AND t.wake_at <= corotask.now()
+    INTO seq, root, typ, ready;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
     INSERT INTO corotask.messages (task_id, root_id, seq, envelope) VALUES (p_to, root, seq, p_envelope);
+    IF ready THEN
+        PERFORM corotask.announce(ARRAY[typ]);
+    END IF;
     RETURN true;
 END
 $$;
@@ -803,6 +816,10 @@ BEGIN
         FROM (SELECT p, count(*)::integer AS n FROM unnest(p_parents) AS p WHERE p IS NOT NULL GROUP BY p) c
         WHERE t.task_id = c.p;
     END IF;
+    -- The tasks created ready (no wake_at: now).
+    PERFORM corotask.announce(array_agg(u.typ))
+    FROM unnest(p_types, p_wake_ats) AS u(typ, wake_at)
+    WHERE u.wake_at IS NULL OR u.wake_at <= corotask.now();
 END
 $$;
 
@@ -964,6 +981,7 @@ BEGIN
         RETURNING task_id INTO id;
         IF FOUND THEN
             INSERT INTO corotask.messages (task_id, root_id, seq, envelope) VALUES (id, id, 1, env);
+            PERFORM corotask.announce(ARRAY[p_type]);
             RETURN id;
         END IF;
     END LOOP;

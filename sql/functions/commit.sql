@@ -82,6 +82,7 @@ DECLARE
     parents uuid[];       -- parents of the tasks this batch ended ...
     completions jsonb[];  -- ... and their completion messages
     controlled text[] := '{}'; -- the types of eager children that have flow controls
+    ready text[];         -- the types of the polled tasks left ready
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(p_actions) AS a
                WHERE a IS NULL OR a NOT IN ('yield', 'sleep', 'until', 'suspend', 'await', 'done')) THEN
@@ -190,7 +191,8 @@ BEGIN
             result = CASE WHEN u.action = 'done' AND t.inbox_next_len = 0 THEN u.result END
         FROM input u
         WHERE t.task_id = u.task_id AND t.claim = u.claim
-        RETURNING t.task_id, t.root_id, t.parent_id, t.done_at IS NOT NULL AS ended,
+        RETURNING t.task_id, t.root_id, t.parent_id, t.done_at IS NOT NULL AS ended, t.task_type,
+            t.done_at IS NULL AND t.wake_at <= corotask.now() AS ready,
             u.action = 'done' AND t.done_at IS NULL AS superseded, u.result, u.effects, u.i,
             u.history, u.taken, u.pop_from, u.pop_to, u.action, u.spawned, t.attempts, t.claimed_by, t.claimed_at, t.wake_at,
             coalesce(pg_column_size(t.inner_state), 0) AS state_bytes,
@@ -224,10 +226,12 @@ BEGIN
         min(c.task_id::text) FILTER (WHERE c.ended AND c.spawned > 0)::uuid,
         array_agg(c.parent_id ORDER BY c.i) FILTER (WHERE c.ended AND c.parent_id IS NOT NULL),
         array_agg(corotask.completion(c.task_id, 'done', c.result, NULL) ORDER BY c.i)
-            FILTER (WHERE c.ended AND c.parent_id IS NOT NULL)
-    INTO ids, dropped, spawners, effects, spawner_roots, ended_spawner, parents, completions
+            FILTER (WHERE c.ended AND c.parent_id IS NOT NULL),
+        array_agg(c.task_type) FILTER (WHERE c.ready)
+    INTO ids, dropped, spawners, effects, spawner_roots, ended_spawner, parents, completions, ready
     FROM committed c;
     RETURN QUERY SELECT u.id, u.d FROM unnest(ids, dropped) AS u(id, d);
+    PERFORM corotask.announce(ready);
     -- Effects are applied per batch, not per poll: every child in one
     -- INSERT, then the messages in batch order (after the children, so that
     -- a poll may message the child it spawned), then the completions to
@@ -301,6 +305,11 @@ BEGIN
         FROM unnest(spawners, effects, spawner_roots) AS x(parent, eff, root),
              jsonb_array_elements(x.eff -> 'spawn') AS s(e)
         WHERE x.eff ? 'spawn' AND s.e ? 'msg';
+        -- The children created ready: all but those created claimed.
+        PERFORM corotask.announce(array_agg(s.e ->> 'type'))
+        FROM unnest(effects) AS f(eff), jsonb_array_elements(f.eff -> 'spawn') AS s(e)
+        WHERE f.eff ? 'spawn'
+          AND (p_claimed_by IS NULL OR NOT s.e ? 'claim' OR s.e ->> 'type' = ANY (controlled));
         -- A key that a task ended within its type's key window keeps
         -- (checked after the insert: see key_window_holder).
         IF EXISTS (SELECT 1 FROM unnest(effects) AS f(eff) WHERE f.eff @? '$.spawn[*].key') THEN
@@ -335,8 +344,12 @@ $$;
 -- release is recorded in the task's history.
 CREATE OR REPLACE FUNCTION corotask.release_claims(p_tasks uuid[], p_claims uuid[], p_delay interval)
 RETURNS integer
-LANGUAGE sql SET search_path = ''
+LANGUAGE plpgsql SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+DECLARE
+    n integer;
+    ready text[];
+BEGIN
     WITH released AS (
         UPDATE corotask.tasks t SET
             inbox_len = t.inbox_len + t.inbox_next_len,
@@ -351,11 +364,16 @@ SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS
                            ELSE LEAST(t.wake_at, corotask.now()) END
         FROM unnest(p_tasks, p_claims) AS c(task_id, claim)
         WHERE t.task_id = c.task_id AND t.claim = c.claim
-        RETURNING t.task_id, t.root_id, t.attempts, t.claimed_by, t.claimed_at, t.wake_at
+        RETURNING t.task_id, t.root_id, t.attempts, t.claimed_by, t.claimed_at, t.wake_at, t.task_type
     ), recorded AS (
         INSERT INTO corotask.history (task_id, root_id, attempt, outcome, executor_id, claimed_at, wake_at)
         SELECT task_id, root_id, attempts, 'released', claimed_by, claimed_at, wake_at FROM released
         ON CONFLICT DO NOTHING
     )
-    SELECT count(*)::integer FROM released
+    SELECT count(*)::integer, array_agg(task_type) FILTER (WHERE wake_at <= corotask.now())
+    INTO n, ready
+    FROM released;
+    PERFORM corotask.announce(ready);
+    RETURN n;
+END
 $$;

@@ -62,6 +62,10 @@ BEGIN
     claim_lost := NOT FOUND;
     parent := failed.parent_id;
     ended := coalesce(failed.outcome IS NOT NULL, false);
+    -- A backoff of zero leaves it ready now.
+    IF NOT claim_lost AND NOT ended AND failed.wake_at <= corotask.now() THEN
+        PERFORM corotask.announce(ARRAY[failed.task_type]);
+    END IF;
     IF NOT claim_lost AND p_history > 0 THEN
         INSERT INTO corotask.history (task_id, root_id, attempt, outcome, executor_id, claimed_at, error, stack,
             state_bytes, state, wake_at)

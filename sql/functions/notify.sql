@@ -1,24 +1,27 @@
--- Executors LISTEN on corotask_ready; the payload is the task type. Triggers
--- (see the migrations) announce every insert or update that leaves a task
--- ready, whoever made it. Inserts are announced once per statement (bulk
--- creation); updates per row, but only rows that are ready afterwards (the
--- trigger's WHEN), so that claims, heartbeats and commits that end or park a
--- task cost nothing here. NOTIFY folds duplicate payloads within a transaction.
+-- Executors LISTEN on corotask_ready; the payload is the task type. The
+-- functions that leave a task ready (created ready, delivered a message,
+-- committed to poll again, released, retried, restarted) announce its type
+-- with announce, in the transaction that does it: the NOTIFY is sent when
+-- it commits. NOTIFY folds duplicate payloads within a transaction.
+--
+-- Claims, heartbeats, and commits that end a task or park it (a timer, a
+-- suspension) announce nothing: an executor finds a task whose timer comes
+-- due by its own next-wake timer. An UPDATE of corotask.tasks written by
+-- hand announces nothing either; executors find what it made ready within
+-- their PollInterval.
+--
+-- Announcing from the functions, not from triggers on the table, keeps the
+-- NOTIFY where the statement is issued: on a Citus coordinator, not on the
+-- worker that holds the row (see docs/scaling.md).
 
-CREATE OR REPLACE FUNCTION corotask.announce_created() RETURNS trigger
+-- announce tells the executors listening that tasks of the types p_types
+-- (NULLs and repeats ignored) are ready.
+CREATE OR REPLACE FUNCTION corotask.announce(p_types text[]) RETURNS void
 LANGUAGE plpgsql SET search_path = '' AS $$
 BEGIN
-    PERFORM pg_notify('corotask_ready', s.task_type)
-    FROM (SELECT DISTINCT c.task_type FROM created c
-          WHERE c.wake_at <= corotask.now() AND c.claim IS NULL AND c.done_at IS NULL) s;
-    RETURN NULL;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION corotask.announce_ready() RETURNS trigger
-LANGUAGE plpgsql SET search_path = '' AS $$
-BEGIN
-    PERFORM pg_notify('corotask_ready', NEW.task_type);
-    RETURN NULL;
+    -- plpgsql, not sql: a sql function returning void would stop at the
+    -- first row.
+    PERFORM pg_catalog.pg_notify('corotask_ready', x.t)
+    FROM (SELECT DISTINCT t FROM pg_catalog.unnest(p_types) AS t WHERE t IS NOT NULL) x;
 END
 $$;

@@ -112,6 +112,7 @@ BEGIN
     UPDATE corotask.tasks SET wake_at = corotask.now(), attempts = attempts + 1, woke = (woke & ~8) | 32
     WHERE task_id = p_task RETURNING * INTO t;
     PERFORM corotask.operator_record(t, 'retry');
+    PERFORM corotask.announce(ARRAY[t.task_type]);
 END
 $$;
 
@@ -168,6 +169,7 @@ BEGIN
                          WHERE c.parent_id = p_task AND c.done_at IS NULL)
     WHERE task_id = p_task RETURNING * INTO t;
     PERFORM corotask.operator_record(t, 'restart');
+    PERFORM corotask.announce(ARRAY[t.task_type]);
     -- Its parent counts it among its live children again (see deliver_all).
     UPDATE corotask.tasks SET live_children = live_children + 1
     WHERE task_id = t.parent_id AND done_at IS NULL;

@@ -1,0 +1,29 @@
+-- corotask schema, version 16: the functions announce the tasks they leave
+-- ready, and the table's triggers no longer do. Executors LISTEN on
+-- corotask_ready for the types of ready tasks; the two triggers on
+-- corotask.tasks sent it for every row an UPDATE left ready (a plpgsql
+-- call per row: about 15 µs for each delivered completion and each yield)
+-- and for every INSERT statement (with a transition table of the rows
+-- inserted). Now the functions that make a task ready (create_tasks,
+-- send_to_key, deliver_all and deliver_one, commit_polls, release_claims,
+-- fail_poll, retry_task, restart_task) call corotask.announce once per
+-- statement with the types concerned (see functions/notify.sql).
+--
+-- On Citus a trigger on a distributed table fires on the worker that holds
+-- the row, where no executor listens, and a NOTIFY there breaks the
+-- two-phase commit of a transaction over two workers; the functions issue
+-- it where they run.
+--
+-- What changes for users: an UPDATE of corotask.tasks written by hand no
+-- longer announces the task; executors find it within their PollInterval.
+--
+-- Builds of migration 15 run on this schema: the functions they call keep
+-- their signatures and announce for them.
+-- compatible-from: 15
+--
+-- Cost of the upgrade: dropping two triggers and their functions.
+
+DROP TRIGGER tasks_announce_insert ON corotask.tasks;
+DROP TRIGGER tasks_announce_update ON corotask.tasks;
+DROP FUNCTION corotask.announce_created();
+DROP FUNCTION corotask.announce_ready();
