@@ -306,6 +306,9 @@ SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     ids uuid[];      -- the tasks delivered to ...
     ready text[];    -- ... and the types of those left ready
+    -- The time, read once: a parameter of the statement, not a call in its
+    -- CASEs (which Citus refuses in distributed UPDATEs).
+    now_at timestamptz := corotask.now();
 BEGIN
     -- MATERIALIZED keeps the aggregate from being re-run per row of the join.
     WITH m AS MATERIALIZED (
@@ -328,20 +331,20 @@ BEGIN
             live_children = GREATEST(t.live_children - m.ended, 0),
             -- A delivery that makes the task due before its timer's time
             -- takes the timer's reason away.
-            woke = (t.woke & CASE WHEN t.failures = 0 AND coalesce(t.wake_at > corotask.now(), true)
+            woke = (t.woke & CASE WHEN t.failures = 0 AND coalesce(t.wake_at > now_at, true)
                                    AND NOT (t.awaiting_children AND m.only_results AND t.live_children - m.ended > 0)
                                   THEN ~8 ELSE ~0 END) | m.woke,
             wake_at = CASE
                 WHEN t.failures > 0 THEN t.wake_at
                 WHEN t.awaiting_children AND m.only_results AND t.live_children - m.ended > 0 THEN t.wake_at
-                ELSE LEAST(t.wake_at, corotask.now())
+                ELSE LEAST(t.wake_at, now_at)
             END
         FROM m
         WHERE t.task_id = m.task_id AND t.done_at IS NULL
         -- The row as updated: its first new message is numbered after
         -- msg_seq - n.
         RETURNING t.task_id, t.root_id, t.msg_seq - m.n AS base, m.envs, t.task_type,
-            t.claim IS NULL AND t.wake_at <= corotask.now() AS ready
+            t.claim IS NULL AND t.wake_at <= now_at AS ready
     ), stored AS (
         INSERT INTO corotask.messages (task_id, root_id, seq, envelope)
         SELECT d.task_id, d.root_id, d.base + e.k, e.env
@@ -367,6 +370,7 @@ DECLARE
     root uuid;
     typ text;
     ready boolean;
+    now_at timestamptz := corotask.now(); -- read once, as in deliver_all
 BEGIN
     UPDATE corotask.tasks t SET
         msg_seq = t.msg_seq + 1,
@@ -375,11 +379,11 @@ BEGIN
         next_wakes = t.next_wakes OR t.claim IS NOT NULL,
         -- message; a delivery that makes the task due before its timer's
         -- time takes the timer's reason away (see tasks.woke).
-        woke = (t.woke & CASE WHEN t.failures = 0 AND coalesce(t.wake_at > corotask.now(), true)
+        woke = (t.woke & CASE WHEN t.failures = 0 AND coalesce(t.wake_at > now_at, true)
                               THEN ~8 ELSE ~0 END) | 2,
-        wake_at = CASE WHEN t.failures > 0 THEN t.wake_at ELSE LEAST(t.wake_at, corotask.now()) END
+        wake_at = CASE WHEN t.failures > 0 THEN t.wake_at ELSE LEAST(t.wake_at, now_at) END
     WHERE t.task_id = p_to AND t.done_at IS NULL
-    RETURNING t.msg_seq, t.root_id, t.task_type, t.claim IS NULL AND t.wake_at <= corotask.now()
+    RETURNING t.msg_seq, t.root_id, t.task_type, t.claim IS NULL AND t.wake_at <= now_at
     INTO seq, root, typ, ready;
     IF NOT FOUND THEN
         RETURN false;
@@ -816,10 +820,10 @@ BEGIN
         FROM (SELECT p, count(*)::integer AS n FROM unnest(p_parents) AS p WHERE p IS NOT NULL GROUP BY p) c
         WHERE t.task_id = c.p;
     END IF;
-    -- The tasks created ready (no wake_at: now).
-    PERFORM corotask.announce(array_agg(u.typ))
-    FROM unnest(p_types, p_wake_ats) AS u(typ, wake_at)
-    WHERE u.wake_at IS NULL OR u.wake_at <= corotask.now();
+    -- The tasks created ready (no wake_at: now), each type once.
+    PERFORM corotask.announce(ARRAY(
+        SELECT DISTINCT u.typ FROM unnest(p_types, p_wake_ats) AS u(typ, wake_at)
+        WHERE u.wake_at IS NULL OR u.wake_at <= corotask.now()));
 END
 $$;
 

@@ -23,7 +23,20 @@
 --
 -- Cost of the upgrade: dropping two triggers and their functions.
 
-DROP TRIGGER tasks_announce_insert ON corotask.tasks;
-DROP TRIGGER tasks_announce_update ON corotask.tasks;
-DROP FUNCTION corotask.announce_created();
-DROP FUNCTION corotask.announce_ready();
+-- Only those that exist: a database distributed over Citus by hand before
+-- this migration had them dropped already, and Citus refuses any DROP
+-- TRIGGER on a distributed table, IF EXISTS included.
+DO $$
+DECLARE
+    name text;
+BEGIN
+    FOR name IN SELECT tgname FROM pg_trigger
+                WHERE tgrelid = 'corotask.tasks'::regclass
+                  AND tgname IN ('tasks_announce_insert', 'tasks_announce_update')
+    LOOP
+        EXECUTE format('DROP TRIGGER %I ON corotask.tasks', name);
+    END LOOP;
+END
+$$;
+DROP FUNCTION IF EXISTS corotask.announce_created();
+DROP FUNCTION IF EXISTS corotask.announce_ready();
