@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/corotask/corotask/inbox"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
@@ -14,8 +15,9 @@ import (
 // On a Citus cluster (COROTASK_CITUS_URL), scripts/citus/distribute.sql
 // distributes tasks, messages and history by root_id, colocated, and makes
 // the small tables reference tables; run again, it changes nothing. Trees
-// created in one call, with their first messages, land whole on one shard
-// each, and the trees spread over the workers.
+// created in one call, with their first messages and a message sent to
+// one of their tasks, land whole on one shard each, and the trees spread
+// over the workers.
 func TestCitusDistributesEachTreeWhole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -52,7 +54,8 @@ func TestCitusDistributesEachTreeWhole(t *testing.T) {
 	require.Equal(t, before, layout())
 
 	// Twenty trees of a root, two children (one with a message) and a
-	// grandchild, each created in one call.
+	// grandchild, each created in one call; a message sent to the second
+	// child.
 	roots := map[tasks.ID]bool{}
 	for range 20 {
 		root, child1, child2, grandchild := tasks.NewID(), tasks.NewID(), tasks.NewID(), tasks.NewID()
@@ -63,6 +66,7 @@ func TestCitusDistributesEachTreeWhole(t *testing.T) {
 			{ID: grandchild, Type: "job", Parent: child1, Message: 2},
 		})
 		require.NoError(t, err)
+		require.NoError(t, inbox.Send(ctx, db, child2, tasks.ID{}, "sent"))
 		roots[root] = true
 	}
 	// Each tree's rows, of both tables, are on one shard; the trees are on
@@ -107,7 +111,7 @@ func TestCitusDistributesEachTreeWhole(t *testing.T) {
 	for root, on := range shards {
 		require.Len(t, on, 1, "tree %s", root)
 		for at, n := range on {
-			require.Equal(t, 6, n, "tree %s: four tasks and two messages", root)
+			require.Equal(t, 7, n, "tree %s: four tasks and three messages", root)
 			ports[at.port] = true
 		}
 	}
