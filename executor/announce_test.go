@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/executor"
@@ -18,7 +17,8 @@ import (
 // its transaction commits, and ways that leave it waiting announce nothing:
 // creation, a message, send_to_key, a yield, a message that arrived during
 // the poll, children created ready, a completion that wakes an awaiting
-// parent, a release, a failure with no backoff, a retry and a restart.
+// parent, a release, a failure with no backoff, a retry and a restart; and
+// so are ready tasks whose rows an action held locked.
 // Each step is checked by the next notification: one that a step should
 // not have sent would arrive in place of the next step's.
 func TestEveryWayToReadyIsAnnounced(t *testing.T) {
@@ -26,18 +26,10 @@ func TestEveryWayToReadyIsAnnounced(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
-	listener, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	defer listener.Close(ctx)
-	_, err = listener.Exec(ctx, "LISTEN corotask_ready")
-	require.NoError(t, err)
+	next := testdb.Listen(t, url, "corotask_ready")
 	expect := func(want, what string) {
 		t.Helper()
-		wctx, cancel := context.WithTimeout(ctx, testdb.Patience)
-		defer cancel()
-		n, err := listener.WaitForNotification(wctx)
-		require.NoError(t, err, "waiting for %s", what)
-		require.Equal(t, want, n.Payload, what)
+		require.Equal(t, want, next(), what)
 	}
 	later := time.Now().Add(time.Hour)
 	create := func(typ tasks.Type, wakeAt time.Time) tasks.ID {
@@ -63,7 +55,7 @@ func TestEveryWayToReadyIsAnnounced(t *testing.T) {
 	expect("created", "a task created ready (and not the one created sleeping)")
 	require.NoError(t, inbox.Send(ctx, db, sleeper, tasks.ID{}, "wake up"))
 	expect("sleeper", "a message to a sleeping task")
-	_, err = inbox.SendToKey(ctx, db, "keyed", "k", "hello", nil)
+	_, err := inbox.SendToKey(ctx, db, "keyed", "k", "hello", nil)
 	require.NoError(t, err)
 	expect("keyed", "a task send_to_key created")
 
@@ -98,11 +90,16 @@ func TestEveryWayToReadyIsAnnounced(t *testing.T) {
 	require.NoError(t, err)
 	expect("released", "a claim released")
 
-	failing := create("failing", later)
-	claim = testdb.Claim(t, db, failing, 1)
-	_, err = db.Exec(ctx, `SELECT * FROM corotask.fail_poll($1, $2, 'boom', interval '0', 0, 'failed', NULL, 0::smallint, 1, 1)`,
-		failing, claim)
-	require.NoError(t, err)
+	// failPoll claims id and fails its poll with no backoff, for good when
+	// maxFailures is 1.
+	failPoll := func(id tasks.ID, maxFailures int) {
+		t.Helper()
+		claim := testdb.Claim(t, db, id, 1)
+		_, err := db.Exec(ctx, `SELECT * FROM corotask.fail_poll($1, $2, 'boom', interval '0', $3, 'failed', NULL, 0::smallint, 1, 1)`,
+			id, claim, maxFailures)
+		require.NoError(t, err)
+	}
+	failPoll(create("failing", later), 0)
 	expect("failing", "a failed poll with no backoff")
 
 	retried := create("retried", later)
@@ -110,13 +107,21 @@ func TestEveryWayToReadyIsAnnounced(t *testing.T) {
 	expect("retried", "a retry")
 
 	restarted := create("restarted", later)
-	claim = testdb.Claim(t, db, restarted, 1)
-	// Failed for good: it ends, and announces nothing.
-	_, err = db.Exec(ctx, `SELECT * FROM corotask.fail_poll($1, $2, 'boom', interval '0', 1, 'failed', NULL, 0::smallint, 1, 1)`,
-		restarted, claim)
-	require.NoError(t, err)
+	failPoll(restarted, 1) // failed for good: it ends, and announces nothing
 	require.NoError(t, tasks.Restart(ctx, db, restarted))
 	expect("restarted", "a restart (and not the failure that ended it)")
+
+	// Actions that lock a ready task without making it ready (a claim may
+	// have skipped it meanwhile) announce it: an operator's action, a child
+	// created under it.
+	waiting := create("waiting", time.Time{})
+	expect("waiting", "created")
+	require.NoError(t, tasks.ResetFailures(ctx, db, waiting))
+	expect("waiting", "an operator's action on a ready task")
+	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "late-child", Parent: waiting})
+	require.NoError(t, err)
+	expect("waiting", "a ready parent a child was created under")
+	expect("late-child", "the child")
 
 	create("last", time.Time{})
 	expect("last", "nothing else was announced")

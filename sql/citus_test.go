@@ -16,8 +16,9 @@ import (
 // distributes tasks, messages and history by root_id, colocated, and makes
 // the small tables reference tables; run again, it changes nothing. Trees
 // created in one call, with their first messages and a message sent to
-// one of their tasks, land whole on one shard each, and the trees spread
-// over the workers.
+// one of their tasks, land whole in one group of colocated shards (one
+// range of hash values, one worker) each, and the trees spread over the
+// workers.
 func TestCitusDistributesEachTreeWhole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -54,8 +54,8 @@ type Task struct {
 	LimitKey string
 	// Root is the task at the top of the task's workflow tree: ID itself for
 	// a task created without a parent, its parent's Root for a child. Every
-	// task of a tree has the same, kept when the root ends or is deleted; a
-	// database split by workflow tree keeps a tree on one node by it (see
+	// task of a tree has the same, whatever becomes of the root; a database
+	// split by workflow tree keeps a tree on one node by it (see
 	// docs/scaling.md).
 	Root ID
 	// Inbox and InboxNext are the pending messages, oldest first, each a JSON

@@ -356,20 +356,9 @@ func TestReadyTasksAreAnnounced(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
-	listener, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	defer listener.Close(ctx)
-	_, err = listener.Exec(ctx, "LISTEN corotask_ready")
-	require.NoError(t, err)
-	next := func() string {
-		wctx, cancel := context.WithTimeout(ctx, testdb.Patience)
-		defer cancel()
-		n, err := listener.WaitForNotification(wctx)
-		require.NoError(t, err)
-		return n.Payload
-	}
+	next := testdb.Listen(t, url, "corotask_ready")
 
-	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "later", WakeAt: time.Now().Add(time.Hour)})
+	_, err := tasks.Create(ctx, db, tasks.Spec{Type: "later", WakeAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "now"})
 	require.NoError(t, err)

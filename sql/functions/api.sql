@@ -673,7 +673,11 @@ CREATE OR REPLACE FUNCTION corotask.create_tasks(
     p_limit_keys text[]
 ) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = ''
-SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+-- The walk down a call's trees is estimated far above what it costs (a
+-- recursive query is guessed to grow tenfold at each level): JIT would
+-- compile it, for 200 ms a call, to run it in 1 ms.
+SET jit = off AS $$
 DECLARE
     bad uuid;
     outside uuid[];  -- the parents not created in this call, by first child ...
@@ -681,9 +685,8 @@ DECLARE
     live_roots uuid[]; -- ... and their root_ids ...
     ended uuid[];    -- ... and those that have ended
     cycle integer;   -- the first task whose parent comes later in the call, or is itself
-    nested boolean;  -- whether a parent is created in this call
     roots uuid[] := p_ids; -- each task's root_id: its own ID, or its parent's root_id
-    j integer;
+    parents_ready text[]; -- the types of the parents left ready
     trace jsonb;
     made uuid[];     -- the tasks a call with keys created
 BEGIN
@@ -715,8 +718,8 @@ BEGIN
         -- (j, NULL when it is not created in this call): one search of p_ids
         -- per distinct parent.
         SELECT coalesce(array_agg(f.p ORDER BY f.k) FILTER (WHERE f.j IS NULL), '{}'),
-               min(f.k) FILTER (WHERE f.j >= f.k), bool_or(f.j IS NOT NULL)
-        INTO outside, cycle, nested
+               min(f.k) FILTER (WHERE f.j >= f.k)
+        INTO outside, cycle
         FROM (SELECT u.p, min(u.k)::integer AS k, array_position(p_ids, u.p) AS j
               FROM unnest(p_parents) WITH ORDINALITY AS u(p, k)
               WHERE u.p IS NOT NULL GROUP BY u.p) f;
@@ -754,18 +757,23 @@ BEGIN
             END IF;
         END IF;
         -- A child is in its parent's tree: it takes the root_id of its
-        -- parent, of those locked above or, for a parent created earlier in
-        -- this call, of those found so far.
-        SELECT array_agg(CASE WHEN u.p IS NULL THEN u.id ELSE live_roots[array_position(live, u.p)] END ORDER BY u.k)
-        INTO roots
-        FROM unnest(p_ids, p_parents) WITH ORDINALITY AS u(id, p, k);
-        IF nested THEN
-            FOR k IN 1..cardinality(p_ids) LOOP
-                CONTINUE WHEN p_parents[k] IS NULL OR roots[k] IS NOT NULL;
-                j := array_position(p_ids, p_parents[k]);
-                roots[k] := roots[j];
-            END LOOP;
-        END IF;
+        -- parent, one of those locked above or one created earlier in this
+        -- call, walked down from the tasks whose root is known. Hash joins,
+        -- which this function turns off for its other statements, keep it
+        -- linear in the size of the call.
+        PERFORM set_config('enable_hashjoin', 'on', true);
+        WITH RECURSIVE batch AS MATERIALIZED (
+            SELECT u.id, u.p, u.k FROM unnest(p_ids, p_parents) WITH ORDINALITY AS u(id, p, k)
+        ), known AS (
+            SELECT b.id, coalesce(o.root, b.id) AS root
+            FROM batch b LEFT JOIN unnest(live, live_roots) AS o(id, root) ON o.id = b.p
+            WHERE b.p IS NULL OR o.id IS NOT NULL
+            UNION ALL
+            SELECT c.id, known.root FROM known JOIN batch c ON c.p = known.id
+        )
+        SELECT array_agg(r.root ORDER BY b.k) INTO roots
+        FROM batch b LEFT JOIN (SELECT DISTINCT ON (id) id, root FROM known) r ON r.id = b.id;
+        PERFORM set_config('enable_hashjoin', 'off', true);
     END IF;
     IF p_keys IS NULL THEN
         WITH created AS (
@@ -814,11 +822,18 @@ BEGIN
         FROM unnest(p_ids, p_parents, p_messages, roots) AS u(id, parent, msg, root)
         WHERE u.msg IS NOT NULL;
     END IF;
-    -- Each parent counts its live children (see deliver_all).
+    -- Each parent counts its live children (see deliver_all). The parents
+    -- outside the call were locked from the start, so a claim may have
+    -- skipped one: those left ready are announced with the new tasks.
     IF outside IS NOT NULL THEN
-        UPDATE corotask.tasks t SET live_children = t.live_children + c.n
-        FROM (SELECT p, count(*)::integer AS n FROM unnest(p_parents) AS p WHERE p IS NOT NULL GROUP BY p) c
-        WHERE t.task_id = c.p;
+        WITH counted AS (
+            UPDATE corotask.tasks t SET live_children = t.live_children + c.n
+            FROM (SELECT p, count(*)::integer AS n FROM unnest(p_parents) AS p WHERE p IS NOT NULL GROUP BY p) c
+            WHERE t.task_id = c.p
+            RETURNING t.task_type, t.claim IS NULL AND t.done_at IS NULL AND t.wake_at <= corotask.now() AS ready
+        )
+        SELECT array_agg(DISTINCT task_type) FILTER (WHERE ready) INTO parents_ready FROM counted;
+        PERFORM corotask.announce(parents_ready);
     END IF;
     -- The tasks created ready (no wake_at: now), each type once.
     PERFORM corotask.announce(ARRAY(

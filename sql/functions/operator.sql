@@ -77,6 +77,11 @@ LANGUAGE sql SET search_path = '' AS $$
             'operator', p_action, session_user, t.wake_at, p_message,
             coalesce(pg_column_size(t.inner_state), 0), p_state, p_state_before)
     ON CONFLICT DO NOTHING;
+    -- A task the action leaves ready is announced: the action made it ready
+    -- (retry, restart), or held its row locked, so that a claim may have
+    -- skipped it meanwhile.
+    SELECT corotask.announce(ARRAY[t.task_type])
+    WHERE t.claim IS NULL AND t.done_at IS NULL AND t.wake_at <= corotask.now();
     DELETE FROM corotask.history h
     WHERE h.task_id = t.task_id AND h.outcome = 'operator' AND (h.attempt > 20 OR h.seq > 0)
       AND (h.attempt, h.seq) < (
@@ -112,7 +117,6 @@ BEGIN
     UPDATE corotask.tasks SET wake_at = corotask.now(), attempts = attempts + 1, woke = (woke & ~8) | 32
     WHERE task_id = p_task RETURNING * INTO t;
     PERFORM corotask.operator_record(t, 'retry');
-    PERFORM corotask.announce(ARRAY[t.task_type]);
 END
 $$;
 
@@ -141,6 +145,7 @@ CREATE OR REPLACE FUNCTION corotask.restart_task(p_task uuid) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 DECLARE
     t corotask.tasks;
+    parent corotask.tasks;
 BEGIN
     -- Its parent counts it again.
     PERFORM corotask.lock_with_parent(p_task);
@@ -169,10 +174,15 @@ BEGIN
                          WHERE c.parent_id = p_task AND c.done_at IS NULL)
     WHERE task_id = p_task RETURNING * INTO t;
     PERFORM corotask.operator_record(t, 'restart');
-    PERFORM corotask.announce(ARRAY[t.task_type]);
     -- Its parent counts it among its live children again (see deliver_all).
-    UPDATE corotask.tasks SET live_children = live_children + 1
-    WHERE task_id = t.parent_id AND done_at IS NULL;
+    -- The parent's row was locked meanwhile, so a claim may have skipped it:
+    -- a parent left ready is announced.
+    UPDATE corotask.tasks p SET live_children = p.live_children + 1
+    WHERE p.task_id = t.parent_id AND p.done_at IS NULL
+    RETURNING p.* INTO parent;
+    IF FOUND AND parent.claim IS NULL AND parent.wake_at <= corotask.now() THEN
+        PERFORM corotask.announce(ARRAY[parent.task_type]);
+    END IF;
 END
 $$;
 

@@ -13,9 +13,10 @@
 -- from rows they read or lock anyway (the parent's, the polled task's, the
 -- recipient's).
 --
--- Existing rows are filled here: a task's root is its topmost ancestor
--- that still exists. A task whose parent no longer exists takes that
--- parent's ID as its root, so that its siblings stay in one tree with it.
+-- Existing rows are filled here, walking down from the tasks at the top of
+-- what exists: a task without a parent is its own root; a task whose parent
+-- no longer exists takes that parent's ID as its root, so that its siblings
+-- stay in one tree with it; their descendants take theirs.
 --
 -- Builds of migration 14 run on this schema: the functions, which fill the
 -- column, keep their signatures. The one row such a build writes itself, a
@@ -24,13 +25,19 @@
 -- task.
 -- compatible-from: 14
 --
--- Cost of the upgrade: the three tables are rewritten, in one pass each (a
--- walk down every tree for corotask.tasks, then a join with it for the
--- messages and the history), under an exclusive lock.
+-- Cost of the upgrade: every row of the three tables is updated, under an
+-- exclusive lock: the walk down the trees reads corotask.tasks once per
+-- level of the deepest tree, then the messages and the history are joined
+-- with it. The trigger that announces ready tasks is held off meanwhile
+-- (the rows do not change status).
 
 ALTER TABLE corotask.tasks ADD COLUMN root_id uuid;
 ALTER TABLE corotask.messages ADD COLUMN root_id uuid;
 ALTER TABLE corotask.history ADD COLUMN root_id uuid;
+
+-- Not a row trigger's call per ready task for an update that changes no
+-- task's status.
+ALTER TABLE corotask.tasks DISABLE TRIGGER tasks_announce_update;
 
 WITH RECURSIVE tree AS (
     SELECT t.task_id, coalesce(t.parent_id, t.task_id) AS root_id
@@ -45,7 +52,8 @@ UPDATE corotask.tasks t SET root_id = tree.root_id
 FROM tree WHERE t.task_id = tree.task_id;
 
 -- A parent cycle (rows written by hand: create_tasks refuses one) has no
--- topmost ancestor: each of its tasks is a root of its own.
+-- top, and the walk never reaches it or the tasks below it: each of them
+-- is a root of its own.
 UPDATE corotask.tasks SET root_id = task_id WHERE root_id IS NULL;
 
 UPDATE corotask.messages m SET root_id = t.root_id
@@ -57,6 +65,8 @@ UPDATE corotask.messages SET root_id = task_id WHERE root_id IS NULL;
 UPDATE corotask.history h SET root_id = t.root_id
 FROM corotask.tasks t WHERE t.task_id = h.task_id;
 UPDATE corotask.history SET root_id = task_id WHERE root_id IS NULL;
+
+ALTER TABLE corotask.tasks ENABLE TRIGGER tasks_announce_update;
 
 ALTER TABLE corotask.tasks ALTER COLUMN root_id SET NOT NULL;
 ALTER TABLE corotask.messages ALTER COLUMN root_id SET NOT NULL;

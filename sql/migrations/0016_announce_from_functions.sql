@@ -6,7 +6,7 @@
 -- and for every INSERT statement (with a transition table of the rows
 -- inserted). Now the functions that make a task ready (create_tasks,
 -- send_to_key, deliver_all and deliver_one, commit_polls, release_claims,
--- fail_poll, retry_task, restart_task) call corotask.announce once per
+-- fail_poll, the operator actions) call corotask.announce once per
 -- statement with the types concerned (see functions/notify.sql).
 --
 -- On Citus a trigger on a distributed table fires on the worker that holds
@@ -17,9 +17,10 @@
 -- What changes for users: an UPDATE of corotask.tasks written by hand no
 -- longer announces the task; executors find it within their PollInterval.
 --
--- Builds of migration 15 run on this schema: the functions they call keep
--- their signatures and announce for them.
--- compatible-from: 15
+-- Builds of migrations 14 and 15 run on this schema: none of their own
+-- statements made a task ready (they call the functions for that, which
+-- keep their signatures and now announce for them).
+-- compatible-from: 14
 --
 -- Cost of the upgrade: dropping two triggers and their functions.
 
