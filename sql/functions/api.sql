@@ -687,6 +687,7 @@ DECLARE
     cycle integer;   -- the first task whose parent comes later in the call, or is itself
     roots uuid[] := p_ids; -- each task's root_id: its own ID, or its parent's root_id
     parents_ready text[]; -- the types of the parents left ready
+    now_at timestamptz := corotask.now(); -- a parameter, not a call, where Citus refuses one
     trace jsonb;
     made uuid[];     -- the tasks a call with keys created
 BEGIN
@@ -830,7 +831,7 @@ BEGIN
             UPDATE corotask.tasks t SET live_children = t.live_children + c.n
             FROM (SELECT p, count(*)::integer AS n FROM unnest(p_parents) AS p WHERE p IS NOT NULL GROUP BY p) c
             WHERE t.task_id = c.p
-            RETURNING t.task_type, t.claim IS NULL AND t.done_at IS NULL AND t.wake_at <= corotask.now() AS ready
+            RETURNING t.task_type, t.claim IS NULL AND t.done_at IS NULL AND t.wake_at <= now_at AS ready
         )
         SELECT array_agg(DISTINCT task_type) FILTER (WHERE ready) INTO parents_ready FROM counted;
         PERFORM corotask.announce(parents_ready);
