@@ -41,7 +41,8 @@ var showCmd = &command{
 	args:    taskRefArgs,
 	summary: "show everything about one task",
 	help: `Show everything about task TASK: its type, status, priority, limit key
-(when it has one) and parent, its state as indented JSON, the messages in its
+(when it has one), parent and the root of its workflow (for a task with a
+parent), its state as indented JSON, the messages in its
 inbox and inbox_next with when each was sent, the executor holding it and
 the age of its heartbeat, its failures and last error, its result, how many
 children it has in each status, and the last 5 entries of its history (see
