@@ -45,7 +45,8 @@ Flags:
   --help             print this help
 
 Every node listens on 127.0.0.1 only, trusts local connections (no password:
-for development only), has shared_preload_libraries = 'citus', its socket in
+for development only), has shared_preload_libraries = 'citus' and
+wal_level = logical (for online shard moves), its socket in
 DIR/run and its log in DIR/log/NODE.log. Citus does not propagate CREATE
 DATABASE, and its node list is kept per database: so each database is created
 on every node and the nodes are registered in each one.
@@ -288,6 +289,9 @@ port = $(node_port "$node")
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$dir/run'
 shared_preload_libraries = 'citus'
+# Moving shards while writes go on (citus_rebalance_start's default) copies
+# them through logical replication.
+wal_level = logical
 EOF
 	done
 	printf 'port=%s\nworkers=%s\n' "$port" "$workers" >"$conf"
