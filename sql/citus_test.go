@@ -70,6 +70,19 @@ func TestCitusDistributesEachTreeWhole(t *testing.T) {
 		require.NoError(t, inbox.Send(ctx, db, child2, tasks.ID{}, "sent"))
 		roots[root] = true
 	}
+	// An operator's send (corotask send, the UI) is recorded in the
+	// history, on the tree's shard too.
+	var some tasks.ID
+	for root := range roots {
+		some = root
+		break
+	}
+	_, err = db.Exec(ctx, `SELECT corotask.operator_send($1, NULL, '"from an operator"')`, some)
+	require.NoError(t, err)
+	var recorded int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.history
+		WHERE task_id = $1 AND root_id = $1 AND outcome = 'operator' AND action = 'send'`, some).Scan(&recorded))
+	require.Equal(t, 1, recorded)
 	// Each tree's rows, of both tables, are on one shard; the trees are on
 	// both workers.
 	// Colocated shards of the tables share their range of hash values
@@ -112,7 +125,11 @@ func TestCitusDistributesEachTreeWhole(t *testing.T) {
 	for root, on := range shards {
 		require.Len(t, on, 1, "tree %s", root)
 		for at, n := range on {
-			require.Equal(t, 7, n, "tree %s: four tasks and three messages", root)
+			want := 7 // four tasks and three messages
+			if root == some {
+				want++ // and the operator's message
+			}
+			require.Equal(t, want, n, "tree %s", root)
 			ports[at.port] = true
 		}
 	}

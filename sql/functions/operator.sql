@@ -66,30 +66,37 @@ $$;
 CREATE OR REPLACE FUNCTION corotask.operator_record(t corotask.tasks, p_action text, p_message jsonb,
     p_state jsonb, p_state_before jsonb)
 RETURNS void
-LANGUAGE sql SET search_path = '' AS $$
+-- plpgsql: Citus cannot plan the statements of a LANGUAGE sql function
+-- with parameters on a distributed table.
+LANGUAGE plpgsql SET search_path = '' AS $$
+DECLARE
+    seq integer := 0;
+    oldest record; -- the oldest operator entry of the last 100 kept
+BEGIN
+    IF p_action = 'send' THEN
+        SELECT 1 + coalesce(max(h.seq), 0) INTO seq FROM corotask.history h
+        WHERE h.task_id = t.task_id AND h.root_id = t.root_id AND h.attempt = t.attempts;
+    END IF;
     INSERT INTO corotask.history (task_id, root_id, attempt, seq, outcome, action, actor, wake_at, message, state_bytes,
                                   state, state_before)
-    VALUES (t.task_id, t.root_id, t.attempts,
-            CASE WHEN p_action = 'send'
-                 THEN 1 + coalesce((SELECT max(h.seq) FROM corotask.history h
-                                    WHERE h.task_id = t.task_id AND h.attempt = t.attempts), 0)
-                 ELSE 0 END,
-            'operator', p_action, session_user, t.wake_at, p_message,
+    VALUES (t.task_id, t.root_id, t.attempts, seq, 'operator', p_action, session_user, t.wake_at, p_message,
             coalesce(pg_column_size(t.inner_state), 0), p_state, p_state_before)
     ON CONFLICT DO NOTHING;
     -- A task the action leaves ready is announced: the action made it ready
     -- (retry, restart), or held its row locked, so that a claim may have
     -- skipped it meanwhile.
-    SELECT corotask.announce(ARRAY[t.task_type])
-    WHERE t.claim IS NULL AND t.done_at IS NULL AND t.wake_at <= corotask.now();
+    IF t.claim IS NULL AND t.done_at IS NULL AND t.wake_at <= corotask.now() THEN
+        PERFORM corotask.announce(ARRAY[t.task_type]);
+    END IF;
+    SELECT o.attempt, o.seq INTO oldest FROM (
+        SELECT h.attempt, h.seq FROM corotask.history h
+        WHERE h.task_id = t.task_id AND h.root_id = t.root_id AND h.outcome = 'operator'
+        ORDER BY h.attempt DESC, h.seq DESC LIMIT 100) o
+    ORDER BY o.attempt, o.seq LIMIT 1;
     DELETE FROM corotask.history h
-    WHERE h.task_id = t.task_id AND h.outcome = 'operator' AND (h.attempt > 20 OR h.seq > 0)
-      AND (h.attempt, h.seq) < (
-          SELECT k.attempt, k.seq FROM (
-              SELECT o.attempt, o.seq FROM corotask.history o
-              WHERE o.task_id = t.task_id AND o.outcome = 'operator'
-              ORDER BY o.attempt DESC, o.seq DESC LIMIT 100) k
-          ORDER BY k.attempt, k.seq LIMIT 1);
+    WHERE h.task_id = t.task_id AND h.root_id = t.root_id AND h.outcome = 'operator' AND (h.attempt > 20 OR h.seq > 0)
+      AND (h.attempt, h.seq) < (oldest.attempt, oldest.seq);
+END
 $$;
 
 -- operator_record without the states: every action but set_state. The
