@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -83,6 +84,17 @@ func TestCitusDistributesEachTreeWhole(t *testing.T) {
 	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.history
 		WHERE task_id = $1 AND root_id = $1 AND outcome = 'operator' AND action = 'send'`, some).Scan(&recorded))
 	require.Equal(t, 1, recorded)
+	// A child created later under a task of a tree, sleeping, then retried
+	// now by an operator: it is in the tree, on its shard.
+	late, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", Parent: some, WakeAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	require.NoError(t, tasks.Retry(ctx, db, late))
+	var lateRoot tasks.ID
+	var ready bool
+	require.NoError(t, db.QueryRow(ctx, `SELECT root_id, wake_at <= now() FROM corotask.tasks WHERE task_id = $1`, late).
+		Scan(&lateRoot, &ready))
+	require.Equal(t, some, lateRoot)
+	require.True(t, ready, "retried: ready now")
 	// Each tree's rows, of both tables, are on one shard; the trees are on
 	// both workers.
 	// Colocated shards of the tables share their range of hash values
@@ -127,7 +139,7 @@ func TestCitusDistributesEachTreeWhole(t *testing.T) {
 		for at, n := range on {
 			want := 7 // four tasks and three messages
 			if root == some {
-				want++ // and the operator's message
+				want += 2 // and the operator's message, and the late child
 			}
 			require.Equal(t, want, n, "tree %s", root)
 			ports[at.port] = true

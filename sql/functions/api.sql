@@ -426,9 +426,15 @@ $$;
 -- function may stop at the first.)
 CREATE OR REPLACE FUNCTION corotask.lock_with_parent(p_task uuid) RETURNS void
 LANGUAGE plpgsql SET search_path = '' AS $$
+DECLARE
+    root uuid;
+    parent uuid;
 BEGIN
+    -- A task and its parent share their root, which the lock names (see
+    -- operator_lock).
+    SELECT p.root_id, p.parent_id INTO root, parent FROM corotask.tasks p WHERE p.task_id = p_task;
     PERFORM 1 FROM corotask.tasks t
-    WHERE t.task_id IN (p_task, (SELECT p.parent_id FROM corotask.tasks p WHERE p.task_id = p_task))
+    WHERE t.root_id = root AND t.task_id IN (p_task, parent)
     ORDER BY t.task_id
     FOR UPDATE;
 END
@@ -687,6 +693,7 @@ DECLARE
     cycle integer;   -- the first task whose parent comes later in the call, or is itself
     roots uuid[] := p_ids; -- each task's root_id: its own ID, or its parent's root_id
     parents_ready text[]; -- the types of the parents left ready
+    parent_roots uuid[]; -- the roots of the parents outside the call
     now_at timestamptz := corotask.now(); -- a parameter, not a call, where Citus refuses one
     trace jsonb;
     made uuid[];     -- the tasks a call with keys created
@@ -734,16 +741,27 @@ BEGIN
         -- (FOR SHARE, which two callers may hold together, would make them
         -- deadlock when both raise it).
         IF cardinality(outside) > 0 THEN
-            SELECT coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NULL), '{}'),
-                   coalesce(array_agg(l.root_id) FILTER (WHERE l.done_at IS NULL), '{}'),
-                   coalesce(array_agg(l.task_id) FILTER (WHERE l.done_at IS NOT NULL), '{}')
-            INTO live, live_roots, ended
-            FROM (
-                SELECT t.task_id, t.root_id, t.done_at FROM corotask.tasks t
+            -- The lock names the parents' roots (see operator_lock): one
+            -- root, the common case (children of one workflow), as a value,
+            -- which Citus routes to one shard.
+            SELECT array_agg(DISTINCT t.root_id) INTO parent_roots
+            FROM corotask.tasks t WHERE t.task_id = ANY (outside);
+            IF cardinality(parent_roots) = 1 THEN
+                PERFORM 1 FROM corotask.tasks t
+                WHERE t.task_id = ANY (outside) AND t.root_id = parent_roots[1]
+                ORDER BY t.task_id FOR NO KEY UPDATE;
+            ELSE
+                PERFORM 1 FROM corotask.tasks t
                 WHERE t.task_id = ANY (outside)
-                ORDER BY t.task_id
-                FOR NO KEY UPDATE
-            ) l;
+                ORDER BY t.task_id FOR NO KEY UPDATE;
+            END IF;
+            -- The rows as locked (a read after the lock sees the version it
+            -- waited for).
+            SELECT coalesce(array_agg(t.task_id) FILTER (WHERE t.done_at IS NULL), '{}'),
+                   coalesce(array_agg(t.root_id) FILTER (WHERE t.done_at IS NULL), '{}'),
+                   coalesce(array_agg(t.task_id) FILTER (WHERE t.done_at IS NOT NULL), '{}')
+            INTO live, live_roots, ended
+            FROM corotask.tasks t WHERE t.task_id = ANY (outside);
             SELECT o.p INTO bad FROM unnest(outside) WITH ORDINALITY AS o(p, n)
             WHERE o.p <> ALL (live) AND o.p <> ALL (ended)
             ORDER BY o.n LIMIT 1;

@@ -25,6 +25,9 @@ CREATE OR REPLACE FUNCTION corotask.cancel_task(p_task uuid) RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 DECLARE
     root corotask.tasks;
+    -- The time, read once: Citus refuses corotask.now() (a COALESCE) in a
+    -- distributed UPDATE, and takes a parameter.
+    now_at timestamptz := corotask.now();
     n integer;
     notified integer;
     total integer := 0;
@@ -44,11 +47,11 @@ BEGIN
             USING ERRCODE = 'CT410', DETAIL = 'task ' || p_task;
     END IF;
     PERFORM pg_notify('corotask_cancel', p_task::text) WHERE root.claim IS NOT NULL;
-    UPDATE corotask.tasks SET done_at = corotask.now(), outcome = 'canceled', wake_at = NULL,
+    UPDATE corotask.tasks SET done_at = now_at, outcome = 'canceled', wake_at = NULL,
         heartbeat = NULL, claim = NULL, claim_expires_at = NULL, attempts = attempts + 1,
         -- Messages that arrived during a poll join the inbox, as at any release.
         inbox_len = inbox_len + inbox_next_len, inbox_next_len = 0, next_wakes = false
-    WHERE task_id = p_task;
+    WHERE task_id = p_task AND root_id = root.root_id;
     INSERT INTO corotask.history (task_id, root_id, attempt, outcome, action, actor)
     VALUES (p_task, root.root_id, root.attempts + 1, 'operator', 'cancel', session_user)
     ON CONFLICT DO NOTHING;
@@ -56,18 +59,21 @@ BEGIN
     -- Each pass is a new statement with a new snapshot, so children added by a poll
     -- that committed while we waited for a lock are found by the next pass.
     -- Ended tasks are walked through too: retention keeps a task's record while
-    -- it has children, so every live descendant is reached.
+    -- it has children, so every live descendant is reached. Every statement
+    -- names the tree's root: its descendants share it (and on a database
+    -- distributed by root, Citus runs a recursive query only with it).
     LOOP
         WITH RECURSIVE tree AS (
-            SELECT t.task_id, t.claim FROM corotask.tasks t WHERE t.task_id = p_task
+            SELECT t.task_id, t.claim FROM corotask.tasks t WHERE t.task_id = p_task AND t.root_id = root.root_id
             UNION
             SELECT c.task_id, c.claim FROM corotask.tasks c JOIN tree ON c.parent_id = tree.task_id
+            WHERE c.root_id = root.root_id
         ), canceled AS (
-            UPDATE corotask.tasks t SET done_at = corotask.now(), outcome = 'canceled', wake_at = NULL,
+            UPDATE corotask.tasks t SET done_at = now_at, outcome = 'canceled', wake_at = NULL,
                 heartbeat = NULL, claim = NULL, claim_expires_at = NULL, attempts = t.attempts + 1,
                 inbox_len = t.inbox_len + t.inbox_next_len, inbox_next_len = 0, next_wakes = false
             FROM tree
-            WHERE t.task_id = tree.task_id AND t.done_at IS NULL
+            WHERE t.task_id = tree.task_id AND t.root_id = root.root_id AND t.done_at IS NULL
             RETURNING t.task_id, t.root_id, t.attempts, tree.claim AS old_claim
         ), recorded AS (
             INSERT INTO corotask.history (task_id, root_id, attempt, outcome, action, actor, error)

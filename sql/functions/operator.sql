@@ -26,11 +26,15 @@ RETURNS corotask.tasks
 LANGUAGE plpgsql SET search_path = '' AS $$
 DECLARE
     t corotask.tasks;
+    root uuid;
 BEGIN
     IF p_task IS NULL THEN
         RAISE EXCEPTION 'corotask: % needs a task id', p_what USING ERRCODE = '22004';
     END IF;
-    SELECT * INTO t FROM corotask.tasks WHERE task_id = p_task FOR UPDATE;
+    -- The lock names the task's root: on a database distributed by root
+    -- (Citus), a row lock by ID alone would span every shard.
+    SELECT root_id INTO root FROM corotask.tasks WHERE task_id = p_task;
+    SELECT * INTO t FROM corotask.tasks WHERE task_id = p_task AND root_id = root FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'corotask: task % not found', p_task
             USING ERRCODE = 'CT404', DETAIL = 'task ' || p_task;
@@ -114,6 +118,7 @@ CREATE OR REPLACE FUNCTION corotask.retry_task(p_task uuid) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 DECLARE
     t corotask.tasks := corotask.operator_lock(p_task, 'retry_task');
+    now_at timestamptz := corotask.now(); -- read once, as in cancel_task
 BEGIN
     IF t.wake_at IS NULL OR t.wake_at <= corotask.now() THEN
         RAISE EXCEPTION 'corotask: task % is not waiting to be polled', p_task
@@ -121,8 +126,8 @@ BEGIN
                   HINT = 'it is ' || corotask.status(t) || ': only a retrying or sleeping task can be retried now';
     END IF;
     -- operator, in place of the timer it cut short (see tasks.woke).
-    UPDATE corotask.tasks SET wake_at = corotask.now(), attempts = attempts + 1, woke = (woke & ~8) | 32
-    WHERE task_id = p_task RETURNING * INTO t;
+    UPDATE corotask.tasks SET wake_at = now_at, attempts = attempts + 1, woke = (woke & ~8) | 32
+    WHERE task_id = p_task AND root_id = t.root_id RETURNING * INTO t;
     PERFORM corotask.operator_record(t, 'retry');
 END
 $$;
@@ -153,6 +158,7 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 DECLARE
     t corotask.tasks;
     parent corotask.tasks;
+    now_at timestamptz := corotask.now(); -- read once, as in cancel_task
 BEGIN
     -- Its parent counts it again.
     PERFORM corotask.lock_with_parent(p_task);
@@ -175,7 +181,7 @@ BEGIN
     -- parent of each task it ends, ended or not; fail_poll, fail_claimed
     -- and cancel_task call lock_with_parent), so none ends uncounted.
     -- operator, with the messages and completions that wait (see tasks.woke).
-    UPDATE corotask.tasks SET done_at = NULL, outcome = NULL, result = NULL, wake_at = corotask.now(),
+    UPDATE corotask.tasks SET done_at = NULL, outcome = NULL, result = NULL, wake_at = now_at,
         failures = 0, attempts = attempts + 1, woke = (((woke >> 8) | woke) & 6) | 32,
         live_children = (SELECT count(*)::integer FROM corotask.tasks c
                          WHERE c.parent_id = p_task AND c.done_at IS NULL)
