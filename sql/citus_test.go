@@ -95,6 +95,17 @@ func TestCitusDistributesEachTreeWhole(t *testing.T) {
 		Scan(&lateRoot, &ready))
 	require.Equal(t, some, lateRoot)
 	require.True(t, ready, "retried: ready now")
+	// A cancel of a root ends its whole tree, each task's history saying so.
+	n, err := tasks.CancelCount(ctx, db, some)
+	require.NoError(t, err)
+	require.Equal(t, 5, n, "the root, its two children, the grandchild and the late child")
+	var canceled, recordedCancels int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks WHERE root_id = $1 AND outcome = 'canceled'`,
+		some).Scan(&canceled))
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.history WHERE root_id = $1 AND action = 'cancel'`,
+		some).Scan(&recordedCancels))
+	require.Equal(t, 5, canceled)
+	require.Equal(t, 5, recordedCancels)
 	// Each tree's rows, of both tables, are on one shard; the trees are on
 	// both workers.
 	// Colocated shards of the tables share their range of hash values

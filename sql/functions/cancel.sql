@@ -29,7 +29,9 @@ DECLARE
     -- distributed UPDATE, and takes a parameter.
     now_at timestamptz := corotask.now();
     n integer;
-    notified integer;
+    ids uuid[];      -- the tasks a pass canceled ...
+    attempt_nos integer[]; -- ... their attempt numbers ...
+    running uuid[];  -- ... and those an executor held
     total integer := 0;
 BEGIN
     IF p_task IS NULL THEN
@@ -63,27 +65,37 @@ BEGIN
     -- names the tree's root: its descendants share it (and on a database
     -- distributed by root, Citus runs a recursive query only with it).
     LOOP
-        WITH RECURSIVE tree AS (
-            SELECT t.task_id, t.claim FROM corotask.tasks t WHERE t.task_id = p_task AND t.root_id = root.root_id
-            UNION
-            SELECT c.task_id, c.claim FROM corotask.tasks c JOIN tree ON c.parent_id = tree.task_id
-            WHERE c.root_id = root.root_id
-        ), canceled AS (
-            UPDATE corotask.tasks t SET done_at = now_at, outcome = 'canceled', wake_at = NULL,
-                heartbeat = NULL, claim = NULL, claim_expires_at = NULL, attempts = t.attempts + 1,
-                inbox_len = t.inbox_len + t.inbox_next_len, inbox_next_len = 0, next_wakes = false
-            FROM tree
-            WHERE t.task_id = tree.task_id AND t.root_id = root.root_id AND t.done_at IS NULL
-            RETURNING t.task_id, t.root_id, t.attempts, tree.claim AS old_claim
-        ), recorded AS (
-            INSERT INTO corotask.history (task_id, root_id, attempt, outcome, action, actor, error)
-            SELECT task_id, root_id, attempts, 'operator', 'cancel', session_user, 'ancestor ' || p_task || ' canceled'
+        -- Built with the root and the time as values (format's %L quotes
+        -- them): Citus runs a recursive query only with its filter on the
+        -- distribution column a constant, not a parameter.
+        EXECUTE format($walk$
+            WITH RECURSIVE tree AS (
+                SELECT t.task_id, t.claim FROM corotask.tasks t WHERE t.task_id = %1$L AND t.root_id = %2$L
+                UNION
+                SELECT c.task_id, c.claim FROM corotask.tasks c JOIN tree ON c.parent_id = tree.task_id
+                WHERE c.root_id = %2$L
+            ), canceled AS (
+                UPDATE corotask.tasks t SET done_at = %3$L, outcome = 'canceled', wake_at = NULL,
+                    heartbeat = NULL, claim = NULL, claim_expires_at = NULL, attempts = t.attempts + 1,
+                    inbox_len = t.inbox_len + t.inbox_next_len, inbox_next_len = 0, next_wakes = false
+                FROM tree
+                WHERE t.task_id = tree.task_id AND t.root_id = %2$L AND t.done_at IS NULL
+                RETURNING t.task_id, t.root_id, t.attempts, tree.claim AS old_claim
+            )
+            SELECT count(*), array_agg(task_id), array_agg(attempts),
+                   array_agg(task_id) FILTER (WHERE old_claim IS NOT NULL)
             FROM canceled
-            ON CONFLICT DO NOTHING
-        )
-        SELECT count(*),
-               count(pg_notify('corotask_cancel', task_id::text)) FILTER (WHERE old_claim IS NOT NULL)
-        INTO n, notified FROM canceled;
+            $walk$, p_task, root.root_id, now_at)
+        INTO n, ids, attempt_nos, running;
+        -- Each canceled task's history records it (a statement of its own:
+        -- Citus plans no recursive query beside an INSERT).
+        INSERT INTO corotask.history (task_id, root_id, attempt, outcome, action, actor, error)
+        SELECT u.id, root.root_id, u.a, 'operator', 'cancel', session_user, 'ancestor ' || p_task || ' canceled'
+        FROM unnest(ids, attempt_nos) AS u(id, a)
+        ON CONFLICT DO NOTHING;
+        -- Running polls of canceled tasks are told (NOTIFY from here: on
+        -- Citus, where this function runs, not from a worker).
+        PERFORM pg_notify('corotask_cancel', x::text) FROM unnest(running) AS x;
         EXIT WHEN n = 0;
         total := total + n;
     END LOOP;
