@@ -344,7 +344,7 @@ BEGIN
         -- The row as updated: its first new message is numbered after
         -- msg_seq - n.
         RETURNING t.task_id, t.root_id, t.msg_seq - m.n AS base, m.envs, t.task_type,
-            t.claim IS NULL AND t.wake_at <= now_at AS ready
+            corotask.is_ready(t.claim, t.done_at, t.wake_at, now_at) AS ready
     ), stored AS (
         INSERT INTO corotask.messages (task_id, root_id, seq, envelope)
         SELECT d.task_id, d.root_id, d.base + e.k, e.env
@@ -383,7 +383,7 @@ BEGIN
                               THEN ~8 ELSE ~0 END) | 2,
         wake_at = CASE WHEN t.failures > 0 THEN t.wake_at ELSE LEAST(t.wake_at, now_at) END
     WHERE t.task_id = p_to AND t.done_at IS NULL
-    RETURNING t.msg_seq, t.root_id, t.task_type, t.claim IS NULL AND t.wake_at <= now_at
+    RETURNING t.msg_seq, t.root_id, t.task_type, corotask.is_ready(t.claim, t.done_at, t.wake_at, now_at)
     INTO seq, root, typ, ready;
     IF NOT FOUND THEN
         RETURN false;
@@ -849,9 +849,9 @@ BEGIN
             UPDATE corotask.tasks t SET live_children = t.live_children + c.n
             FROM (SELECT p, count(*)::integer AS n FROM unnest(p_parents) AS p WHERE p IS NOT NULL GROUP BY p) c
             WHERE t.task_id = c.p
-            RETURNING t.task_type, t.claim IS NULL AND t.done_at IS NULL AND t.wake_at <= now_at AS ready
+            RETURNING t.task_type, corotask.is_ready(t.claim, t.done_at, t.wake_at, now_at) AS ready
         )
-        SELECT array_agg(DISTINCT task_type) FILTER (WHERE ready) INTO parents_ready FROM counted;
+        SELECT array_agg(DISTINCT c.task_type) FILTER (WHERE c.ready) INTO parents_ready FROM counted c;
         PERFORM corotask.announce(parents_ready);
     END IF;
     -- The tasks created ready (no wake_at: now), each type once.

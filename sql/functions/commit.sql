@@ -82,7 +82,7 @@ DECLARE
     parents uuid[];       -- parents of the tasks this batch ended ...
     completions jsonb[];  -- ... and their completion messages
     controlled text[] := '{}'; -- the types of eager children that have flow controls
-    ready text[];         -- the types of the polled tasks left ready
+    ready text[];         -- the types of the polled tasks left ready, then of the children created ready
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(p_actions) AS a
                WHERE a IS NULL OR a NOT IN ('yield', 'sleep', 'until', 'suspend', 'await', 'done')) THEN
@@ -192,7 +192,7 @@ BEGIN
         FROM input u
         WHERE t.task_id = u.task_id AND t.claim = u.claim
         RETURNING t.task_id, t.root_id, t.parent_id, t.done_at IS NOT NULL AS ended, t.task_type,
-            t.done_at IS NULL AND t.wake_at <= corotask.now() AS ready,
+            corotask.is_ready(t.claim, t.done_at, t.wake_at, corotask.now()) AS ready,
             u.action = 'done' AND t.done_at IS NULL AS superseded, u.result, u.effects, u.i,
             u.history, u.taken, u.pop_from, u.pop_to, u.action, u.spawned, t.attempts, t.claimed_by, t.claimed_at, t.wake_at,
             coalesce(pg_column_size(t.inner_state), 0) AS state_bytes,
@@ -299,17 +299,17 @@ BEGIN
                                       THEN (s.e ->> 'claim')::uuid END AS claim) c
             WHERE x.eff ? 'spawn'
             ORDER BY x.k, s.n
+            RETURNING task_type, corotask.is_ready(claim, done_at, wake_at, corotask.now()) AS ready
+        ), first_messages AS (
+            INSERT INTO corotask.messages (task_id, root_id, seq, envelope)
+            SELECT (s.e ->> 'id')::uuid, x.root, 1, corotask.envelope(x.parent, s.e -> 'msg')
+            FROM unnest(spawners, effects, spawner_roots) AS x(parent, eff, root),
+                 jsonb_array_elements(x.eff -> 'spawn') AS s(e)
+            WHERE x.eff ? 'spawn' AND s.e ? 'msg'
         )
-        INSERT INTO corotask.messages (task_id, root_id, seq, envelope)
-        SELECT (s.e ->> 'id')::uuid, x.root, 1, corotask.envelope(x.parent, s.e -> 'msg')
-        FROM unnest(spawners, effects, spawner_roots) AS x(parent, eff, root),
-             jsonb_array_elements(x.eff -> 'spawn') AS s(e)
-        WHERE x.eff ? 'spawn' AND s.e ? 'msg';
-        -- The children created ready: all but those created claimed.
-        PERFORM corotask.announce(array_agg(s.e ->> 'type'))
-        FROM unnest(effects) AS f(eff), jsonb_array_elements(f.eff -> 'spawn') AS s(e)
-        WHERE f.eff ? 'spawn'
-          AND (p_claimed_by IS NULL OR NOT s.e ? 'claim' OR s.e ->> 'type' = ANY (controlled));
+        -- The children created ready (all but those created claimed).
+        SELECT array_agg(c.task_type) FILTER (WHERE c.ready) INTO ready FROM children c;
+        PERFORM corotask.announce(ready);
         -- A key that a task ended within its type's key window keeps
         -- (checked after the insert: see key_window_holder).
         IF EXISTS (SELECT 1 FROM unnest(effects) AS f(eff) WHERE f.eff @? '$.spawn[*].key') THEN
@@ -348,7 +348,7 @@ LANGUAGE plpgsql SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 DECLARE
     n integer;
-    ready text[];
+    ready_types text[];
 BEGIN
     WITH released AS (
         UPDATE corotask.tasks t SET
@@ -364,16 +364,17 @@ BEGIN
                            ELSE LEAST(t.wake_at, corotask.now()) END
         FROM unnest(p_tasks, p_claims) AS c(task_id, claim)
         WHERE t.task_id = c.task_id AND t.claim = c.claim
-        RETURNING t.task_id, t.root_id, t.attempts, t.claimed_by, t.claimed_at, t.wake_at, t.task_type
+        RETURNING t.task_id, t.root_id, t.attempts, t.claimed_by, t.claimed_at, t.wake_at, t.task_type,
+            corotask.is_ready(t.claim, t.done_at, t.wake_at, corotask.now()) AS ready
     ), recorded AS (
         INSERT INTO corotask.history (task_id, root_id, attempt, outcome, executor_id, claimed_at, wake_at)
         SELECT task_id, root_id, attempts, 'released', claimed_by, claimed_at, wake_at FROM released
         ON CONFLICT DO NOTHING
     )
-    SELECT count(*)::integer, array_agg(task_type) FILTER (WHERE wake_at <= corotask.now())
-    INTO n, ready
-    FROM released;
-    PERFORM corotask.announce(ready);
+    SELECT count(*)::integer, array_agg(r.task_type) FILTER (WHERE r.ready)
+    INTO n, ready_types
+    FROM released r;
+    PERFORM corotask.announce(ready_types);
     RETURN n;
 END
 $$;

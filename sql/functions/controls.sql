@@ -186,7 +186,7 @@ BEGIN
     PERFORM corotask.control_tidy();
     -- Executors waiting for the type's tasks claim at once, not at their
     -- next PollInterval.
-    PERFORM pg_notify('corotask_ready', p_type);
+    PERFORM corotask.announce(ARRAY[p_type]);
     PERFORM corotask.control_record('resume', p_type,
         'paused since ' || c.paused_at || ' by ' || coalesce(c.paused_by, 'unknown'));
 END
@@ -212,7 +212,7 @@ BEGIN
     -- without counting, if the type had no maximum).
     UPDATE corotask.tasks SET counted = true
     WHERE task_type = p_type AND claim IS NOT NULL AND NOT counted;
-    PERFORM pg_notify('corotask_ready', p_type);
+    PERFORM corotask.announce(ARRAY[p_type]);
     PERFORM corotask.control_record('max_running', p_type, p_max::text);
 END
 $$;

@@ -63,7 +63,7 @@ BEGIN
     parent := failed.parent_id;
     ended := coalesce(failed.outcome IS NOT NULL, false);
     -- A backoff of zero leaves it ready now.
-    IF NOT claim_lost AND NOT ended AND failed.wake_at <= corotask.now() THEN
+    IF NOT claim_lost AND corotask.is_ready(failed.claim, failed.done_at, failed.wake_at, corotask.now()) THEN
         PERFORM corotask.announce(ARRAY[failed.task_type]);
     END IF;
     IF NOT claim_lost AND p_history > 0 THEN

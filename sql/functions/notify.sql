@@ -14,6 +14,17 @@
 -- NOTIFY where the statement is issued: on a Citus coordinator, not on the
 -- worker that holds the row (see docs/scaling.md).
 
+-- is_ready says whether a task whose row holds these values is ready at
+-- p_at: no executor holds it, it has not ended, and it is due. The
+-- functions ask it of the rows they write, to announce those left ready.
+-- IMMUTABLE, the time an argument, and without settings: it is inlined, and
+-- Citus takes it in a distributed statement's RETURNING.
+CREATE OR REPLACE FUNCTION corotask.is_ready(p_claim uuid, p_done_at timestamptz, p_wake_at timestamptz, p_at timestamptz)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT p_claim IS NULL AND p_done_at IS NULL AND p_wake_at <= p_at
+$$;
+
 -- announce tells the executors listening that tasks of the types p_types
 -- (NULLs and repeats ignored) are ready.
 CREATE OR REPLACE FUNCTION corotask.announce(p_types text[]) RETURNS void

@@ -89,7 +89,7 @@ BEGIN
     -- A task the action leaves ready is announced: the action made it ready
     -- (retry, restart), or held its row locked, so that a claim may have
     -- skipped it meanwhile.
-    IF t.claim IS NULL AND t.done_at IS NULL AND t.wake_at <= corotask.now() THEN
+    IF corotask.is_ready(t.claim, t.done_at, t.wake_at, corotask.now()) THEN
         PERFORM corotask.announce(ARRAY[t.task_type]);
     END IF;
     SELECT o.attempt, o.seq INTO oldest FROM (
@@ -193,7 +193,7 @@ BEGIN
     UPDATE corotask.tasks p SET live_children = p.live_children + 1
     WHERE p.task_id = t.parent_id AND p.done_at IS NULL
     RETURNING p.* INTO parent;
-    IF FOUND AND parent.claim IS NULL AND parent.wake_at <= corotask.now() THEN
+    IF FOUND AND corotask.is_ready(parent.claim, parent.done_at, parent.wake_at, corotask.now()) THEN
         PERFORM corotask.announce(ARRAY[parent.task_type]);
     END IF;
 END
