@@ -3,7 +3,6 @@ package ui_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,11 +22,7 @@ func TestBrowserKeySearch(t *testing.T) {
 	t.Parallel()
 	pool := testdb.New(t)
 	ctx := context.Background()
-	h, err := ui.New(ui.Config{Pool: pool})
-	require.NoError(t, err)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	bctx := browser(t)
+	site, bctx := serve(t, ui.Config{Pool: pool})
 
 	// The key "order:1042" names a checkout, its shipment and a mail; other
 	// tasks have other keys or none.
@@ -39,7 +34,7 @@ func TestBrowserKeySearch(t *testing.T) {
 		create(t, pool, tasks.Spec{Type: "orders.checkout", Key: fmt.Sprintf("order:%d", 1050+i)})
 		create(t, pool, tasks.Spec{Type: "emails.send"})
 	}
-	_, err = pool.Exec(ctx, `UPDATE corotask.tasks SET done_at = now() - interval '3 minutes', outcome = 'done', wake_at = NULL,
+	_, err := pool.Exec(ctx, `UPDATE corotask.tasks SET done_at = now() - interval '3 minutes', outcome = 'done', wake_at = NULL,
 		result = '{"ok": true}' WHERE task_id = $1`, want[0])
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `UPDATE corotask.tasks SET failures = 2, last_error = 'label printer offline',
@@ -60,8 +55,8 @@ func TestBrowserKeySearch(t *testing.T) {
 
 	const box = `header form.goto input[name=id]`
 	err = chromedp.Do(bctx,
-		chromedp.Navigate(srv.URL+"/"),
-		until(fmt.Sprintf(`document.querySelector(%q) !== null`, box)),
+		chromedp.Navigate(site+"/"),
+		present(box),
 		chromedp.SendKeys(box, "order:1042\n"),
 		until(`location.pathname + location.search === "/tasks?key=order%3A1042" && document.readyState === "complete"`),
 		until(`document.querySelectorAll("table.tasks tbody tr").length === 3`),

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,17 +29,13 @@ func TestBrowserLimits(t *testing.T) {
 	t.Parallel()
 	pool := testdb.New(t)
 	ctx := context.Background()
-	h, err := ui.New(ui.Config{Pool: pool, RefreshInterval: 100 * time.Millisecond})
-	require.NoError(t, err)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	bctx := browser(t)
+	site, bctx := serve(t, ui.Config{Pool: pool, RefreshInterval: 100 * time.Millisecond})
 
 	// reports.build runs at most one at a time, and runs one (its claim set
 	// here: no executor runs in this test); billing.charge counts in key
 	// space tenants; mail.send takes from rate limit smtp.
 	running := create(t, pool, tasks.Spec{Type: "reports.build"})
-	_, err = pool.Exec(ctx, `UPDATE corotask.tasks SET claim = gen_random_uuid(), heartbeat = now(),
+	_, err := pool.Exec(ctx, `UPDATE corotask.tasks SET claim = gen_random_uuid(), heartbeat = now(),
 		claim_expires_at = now() + interval '1 hour', counted = true WHERE task_id = $1`, running)
 	require.NoError(t, err)
 	waiting := create(t, pool, tasks.Spec{Type: "reports.build"})
@@ -80,14 +75,6 @@ func TestBrowserLimits(t *testing.T) {
 		})
 	}
 	until := untilTrue
-	// follow clicks the first element sel matches, in one step of the
-	// page's JavaScript (a live update may replace it), and waits for the
-	// page path to be loaded.
-	follow := func(sel, path string) chromedp.Action[chromedp.Void] {
-		return chromedp.Steps(
-			until(fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (e) e.click(); return !!e; })()`, sel)),
-			until(fmt.Sprintf(`location.pathname + location.search === %q && document.readyState === "complete"`, path)))
-	}
 	// row is the text of a type's row on the Limits page.
 	row := func(typ string) string {
 		return fmt.Sprintf(`((document.querySelector('tr[data-type=%q]') || {}).textContent || "")`, typ)
@@ -103,7 +90,7 @@ func TestBrowserLimits(t *testing.T) {
 
 	// The Limits page, from the navigation, lists the three controls.
 	do("open the Limits page",
-		chromedp.Navigate(srv.URL+"/"),
+		chromedp.Navigate(site+"/"),
 		follow(`header nav a[href="/limits"]`, "/limits"),
 		until(row("reports.build")+`.includes("active") && `+row("reports.build")+`.includes("1 / 1")`),
 		until(`document.querySelector("#space-tenants") !== null && document.querySelector("#rate-smtp") !== null`),
@@ -132,7 +119,7 @@ func TestBrowserLimits(t *testing.T) {
 		until(`document.querySelector('tr[data-type="reports.build"] .badge.paused') !== null`),
 		until(`document.querySelector('tr[data-type="billing.charge"] .badge.paused') === null`),
 		shot("overview-paused"),
-		chromedp.Navigate(srv.URL+"/tasks/"+waiting.String()),
+		chromedp.Navigate(site+"/tasks/"+waiting.String()),
 		until(`document.querySelector(".facts .status").textContent === "paused"`),
 	)
 
@@ -148,7 +135,7 @@ func TestBrowserLimits(t *testing.T) {
 		until(fmt.Sprintf(`[...document.querySelectorAll("table.tasks tbody tr")].some(r =>
 			r.textContent.includes(%q) && r.querySelector(".status.s-limited") !== null)`, waiting.String())),
 		shot("tasks-limited"),
-		chromedp.Navigate(srv.URL+"/tasks/"+waiting.String()),
+		chromedp.Navigate(site+"/tasks/"+waiting.String()),
 		until(`document.querySelector(".facts .status").textContent === "limited"`),
 		until(`document.querySelector("dd.flow") !== null && document.querySelector("dd.flow").textContent.includes("at most 1 running")`),
 		shot("task-limited"),

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,13 +183,7 @@ func TestBrowser(t *testing.T) {
 	t.Parallel()
 	pool := testdb.New(t)
 	ctx := context.Background()
-	h, err := ui.New(ui.Config{Pool: pool, RefreshInterval: 100 * time.Millisecond})
-	require.NoError(t, err)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	// Started after the server, so closed before it: the server waits for
-	// the browser's live streams to end.
-	bctx := browser(t)
+	site, bctx := serve(t, ui.Config{Pool: pool, RefreshInterval: 100 * time.Millisecond})
 	var nested tasks.ID
 	if *screenshots {
 		nested = seedForScreenshots(t, pool)
@@ -228,22 +221,6 @@ func TestBrowser(t *testing.T) {
 		})
 	}
 	until := untilTrue // see e2e_until_test.go
-	// click clicks the first element sel matches, once there is one, in one
-	// step of the page's JavaScript: a live update may replace the element
-	// between a lookup and a click of the mouse.
-	click := func(sel string) chromedp.Action[chromedp.Void] {
-		return until(fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (e) e.click(); return !!e; })()`, sel))
-	}
-	// follow clicks a link (or a form's button) and waits for the page it
-	// leads to, path (with its query), to be loaded.
-	follow := func(sel, path string) chromedp.Action[chromedp.Void] {
-		return chromedp.Steps(click(sel), until(fmt.Sprintf(
-			`location.pathname + location.search === %q && document.readyState === "complete"`, path)))
-	}
-	// present waits for an element, in JavaScript for the same reason.
-	present := func(sel string) chromedp.Action[chromedp.Void] {
-		return until(fmt.Sprintf(`document.querySelector(%q) !== null`, sel))
-	}
 	const nodes = `document.querySelectorAll(".tree .node").length`
 	// mark sets a variable that a reload of the page would clear, so that
 	// what changes afterwards was changed in place, live.
@@ -252,7 +229,7 @@ func TestBrowser(t *testing.T) {
 
 	// The overview lists the workflow's type; its tasks list the workflow.
 	require.NoError(t, chromedp.Do(bctx,
-		chromedp.Navigate(srv.URL+"/"),
+		chromedp.Navigate(site+"/"),
 		present(`a[href="/tasks?type=e2e.workflow"]`),
 		until(`document.querySelector("a[href='/tasks?type=e2e.step&status=done']") !== null`),
 		shot("overview"),
@@ -284,13 +261,13 @@ func TestBrowser(t *testing.T) {
 	), "the tree grows live")
 	if *screenshots {
 		require.NoError(t, chromedp.Do(bctx,
-			chromedp.Navigate(srv.URL+"/tasks/"+nested.String()+"/tree"),
+			chromedp.Navigate(site+"/tasks/"+nested.String()+"/tree"),
 			present(`.tree`),
 			shot("tree-nested"),
-			chromedp.Navigate(srv.URL+"/tasks"),
+			chromedp.Navigate(site+"/tasks"),
 			present(`table.tasks`),
 			shot("tasks-all"),
-			chromedp.Navigate(srv.URL+"/tasks/"+id.String()+"/tree"),
+			chromedp.Navigate(site+"/tasks/"+id.String()+"/tree"),
 			present(`.tree`),
 		))
 	}
@@ -307,7 +284,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.SendKeys(`#send-body`, ` browser"}`),
 		present(`#send-check.ok`),
 		shot("task"),
-		click(`form.send button[type=submit]`),
+		clickFirst(`form.send button[type=submit]`),
 		present(`#confirm`),
 		shot("confirm"),
 		follow(`#confirm`, "/tasks/"+id.String()+"?done=send"),
@@ -338,7 +315,7 @@ func TestBrowser(t *testing.T) {
 	// The state of a task, edited in the form its page fills with it and
 	// confirmed, is the state the page shows; its history shows both.
 	err = chromedp.Do(bctx,
-		chromedp.Navigate(srv.URL+"/tasks/"+parked.String()),
+		chromedp.Navigate(site+"/tasks/"+parked.String()),
 		present(`#state-body`),
 		eval(`document.querySelector("#state-body").value.includes('"step": "charge"')`, &stillMarked),
 		chromedp.Clear(`#state-body`),
@@ -347,7 +324,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.SendKeys(`#state-body`, ` Road"}`),
 		present(`#state-check.ok`),
 		shot("task-set-state"),
-		click(`form.set-state button[type=submit]`),
+		clickFirst(`form.set-state button[type=submit]`),
 		present(`#confirm`),
 		shot("confirm-set-state"),
 		follow(`#confirm`, "/tasks/"+parked.String()+"?done=set-state"),
