@@ -17,7 +17,6 @@ import (
 
 func TestTwoExecutorsNeverPollOneTaskAtOnce(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	url := testdb.URL(t)
 	db := testdb.Pool(t, url)
 	var (
@@ -46,12 +45,7 @@ func TestTwoExecutorsNeverPollOneTaskAtOnce(t *testing.T) {
 		executor.Register(e, "yielder", poller)
 		start(t, e)
 	}
-	specs := make([]tasks.Spec, 20)
-	for i := range specs {
-		specs[i] = tasks.Spec{Type: "yielder"}
-	}
-	_, err := tasks.CreateMany(ctx, db, specs)
-	require.NoError(t, err)
+	createN(t, db, "yielder", 20)
 	waitDone(t, db, 20)
 	mu.Lock()
 	defer mu.Unlock()

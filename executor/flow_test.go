@@ -121,12 +121,7 @@ func TestMaxRunningAcrossExecutors(t *testing.T) {
 		executor.Register(e, "limited", gatedPoller(&g, gate))
 		start(t, e)
 	}
-	specs := make([]tasks.Spec, 12)
-	for i := range specs {
-		specs[i] = tasks.Spec{Type: "limited"}
-	}
-	_, err := tasks.CreateMany(ctx, db, specs)
-	require.NoError(t, err)
+	createN(t, db, "limited", 12)
 	waitFor(t, "two polls running", func() bool { return g.cur.Load() == 2 })
 	close(gate)
 	waitFor(t, "all done", func() bool {
@@ -162,13 +157,8 @@ func TestMaxRunningHoldsAsClaimsShareAndTakeTurns(t *testing.T) {
 		executor.Register(e, "limited", poller)
 		start(t, e)
 	}
-	specs := make([]tasks.Spec, 400)
-	for i := range specs {
-		specs[i] = tasks.Spec{Type: "limited"}
-	}
-	_, err := tasks.CreateMany(ctx, db, specs)
-	require.NoError(t, err)
-	waitDone(t, db, len(specs))
+	createN(t, db, "limited", 400)
+	waitDone(t, db, 400)
 	require.LessOrEqual(t, g.peak.Load(), int64(12))
 	require.Positive(t, g.peak.Load())
 }
@@ -403,12 +393,7 @@ func TestRateLimitStartsAtMostItsRate(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	require.NoError(t, tasks.SetRateLimit(ctx, db, "mail", 2, time.Hour, []tasks.Type{"mail"}, tasks.AllowNewType()))
-	specs := make([]tasks.Spec, 5)
-	for i := range specs {
-		specs[i] = tasks.Spec{Type: "mail"}
-	}
-	_, err := tasks.CreateMany(ctx, db, specs)
-	require.NoError(t, err)
+	createN(t, db, "mail", 5)
 	e := executor.MustNew(db, fastConfig(t))
 	executor.Register(e, "mail", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		return executor.Done(), nil
@@ -572,13 +557,8 @@ func TestHeldTypeDoesNotStarveTheOthers(t *testing.T) {
 	})
 	executor.Register(e, "held", poller)
 	executor.Register(e, "free", poller)
-	specs := make([]tasks.Spec, 5)
-	for i := range specs {
-		specs[i] = tasks.Spec{Type: "held"}
-	}
-	_, err := tasks.CreateMany(ctx, db, specs)
-	require.NoError(t, err)
-	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "free"})
+	createN(t, db, "held", 5)
+	_, err := tasks.Create(ctx, db, tasks.Spec{Type: "free"})
 	require.NoError(t, err)
 	require.NoError(t, tasks.Pause(ctx, db, "held"))
 	n, err := e.PollOnce(ctx)

@@ -194,3 +194,15 @@ func (g *gauge) enter() (leave func()) {
 	}
 	return func() { g.cur.Add(-1) }
 }
+
+// createN creates n tasks of type typ in one call, and returns their IDs.
+func createN(t *testing.T, db tasks.DB, typ tasks.Type, n int) []tasks.ID {
+	t.Helper()
+	specs := make([]tasks.Spec, n)
+	for i := range specs {
+		specs[i] = tasks.Spec{Type: typ}
+	}
+	ids, err := tasks.CreateMany(context.Background(), db, specs)
+	require.NoError(t, err)
+	return ids
+}

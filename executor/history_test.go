@@ -221,12 +221,7 @@ func TestHistoryOfABatchCommit(t *testing.T) {
 		return executor.Done(), nil
 	}))
 	const n = 200
-	specs := make([]tasks.Spec, n)
-	for i := range specs {
-		specs[i] = tasks.Spec{Type: "job"}
-	}
-	ids, err := tasks.CreateMany(ctx, db, specs)
-	require.NoError(t, err)
+	ids := createN(t, db, "job", n)
 	start(t, e)
 	waitFor(t, "every task to end", func() bool {
 		done, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.StatusDone, Limit: n})

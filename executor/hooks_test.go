@@ -209,12 +209,7 @@ func TestHooksReportRunHeartbeatsAndCancel(t *testing.T) {
 	}))
 	long, err := tasks.Create(ctx, db, tasks.Spec{Type: "long"})
 	require.NoError(t, err)
-	specs := make([]tasks.Spec, 20)
-	for i := range specs {
-		specs[i] = tasks.Spec{Type: "quick"}
-	}
-	quick, err := tasks.CreateMany(ctx, db, specs)
-	require.NoError(t, err)
+	quick := createN(t, db, "quick", 20)
 	start(t, e)
 	<-entered
 	waitFor(t, "two heartbeats", func() bool { return rec.heartbeatCount() >= 2 })

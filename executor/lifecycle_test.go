@@ -296,12 +296,7 @@ func TestVacuumIfNeeded(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, done, "nothing to vacuum in an empty table")
 
-	specs := make([]tasks.Spec, 3000)
-	for i := range specs {
-		specs[i] = tasks.Spec{Type: "job"}
-	}
-	_, err = tasks.CreateMany(ctx, db, specs)
-	require.NoError(t, err)
+	createN(t, db, "job", 3000)
 	_, err = db.Exec(ctx, "UPDATE corotask.tasks SET failures = 1")
 	require.NoError(t, err)
 	// The statistics reach pg_stat_user_tables shortly after the commit.

@@ -148,14 +148,9 @@ func TestMaxConcurrencyHoldsForExpiredClaims(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	specs := make([]tasks.Spec, 7)
-	for i := range specs {
-		specs[i] = tasks.Spec{Type: "capped"}
-	}
-	ids, err := tasks.CreateMany(ctx, db, specs)
-	require.NoError(t, err)
+	ids := createN(t, db, "capped", 7)
 	// Five of them were claimed by an executor that died.
-	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET heartbeat = now() - interval '1 minute', claim = gen_random_uuid(),
+	_, err := db.Exec(ctx, `UPDATE corotask.tasks SET heartbeat = now() - interval '1 minute', claim = gen_random_uuid(),
 		claim_expires_at = now() - interval '30 seconds' WHERE task_id = ANY($1)`, ids[:5])
 	require.NoError(t, err)
 
