@@ -32,6 +32,9 @@ type claimRequest struct {
 	// claims, one at a time, may; PollOnce's, which may run beside them,
 	// may not.
 	share bool
+	// lane makes it a claim of the priority lane (see priorityLane): of
+	// tasks above priority 0 only, and no stale search, floors aside.
+	lane bool
 }
 
 // claimer claims tasks: it turns the free slots into a claim request, runs
@@ -99,7 +102,14 @@ func (cl *claimer) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 func (cl *claimer) claimWith(ctx context.Context, req claimRequest, controlled bool) ([]*claimed, time.Time, error) {
 	floors := &cl.floors
 	at := time.Now()
-	from, staleFrom, full, count := floors.from(req, cl.cfg.PollInterval, at)
+	var from []pgtype.Timestamptz
+	var staleFrom pgtype.Timestamptz
+	var full, count bool
+	if req.lane {
+		from = laneFloors(len(req.all))
+	} else {
+		from, staleFrom, full, count = floors.from(req, cl.cfg.PollInterval, at)
+	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(query.ClaimSettings)
@@ -150,7 +160,7 @@ func (cl *claimer) claimWith(ctx context.Context, req claimRequest, controlled b
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: %w", dberr.Translate(err))
 	}
-	if controlled {
+	if controlled && !req.lane {
 		cl.controlled.short.Store(len(res.claimed) < req.total)
 	}
 	if !controlled && res.gainedControls {
@@ -161,6 +171,12 @@ func (cl *claimer) claimWith(ctx context.Context, req claimRequest, controlled b
 		// another).
 		conn.Release()
 		return cl.claimWith(ctx, req, true)
+	}
+	if req.lane {
+		for _, c := range res.claimed {
+			c.lane = true
+		}
+		return res.claimed, res.next, nil // never a takeover: no stale search
 	}
 	switch floors.settle(req, res, full, count, at, took) {
 	case floorModeStarted:

@@ -17,9 +17,19 @@ type Config struct {
 	// must not be negative.
 	// A poll that has returned stops counting while its outcome is committed
 	// (in a batch with others), so more tasks may be claimed meanwhile: the
-	// executor holds at most 4×Concurrency claims, Concurrency of them
-	// polling.
+	// executor holds at most 4×(Concurrency+PrioritySlots) claims,
+	// Concurrency (and PrioritySlots) of them polling.
 	Concurrency int
+	// PrioritySlots is how many polls of tasks with a priority above 0 may
+	// run beyond Concurrency. Such tasks already go first in every claim,
+	// but behind an executor whose slots are all busy they wait for a slot
+	// and for the claim in flight; with PrioritySlots, a claim of their own
+	// takes them as soon as they are announced (or within PollInterval),
+	// into these slots, while the claim loop goes on. Fleet-wide limits and
+	// MaxConcurrency hold for them as for any poll. Each announcement of
+	// one of the executor's types then costs a small claim while a priority
+	// slot is free. Default 0: none; must not be negative.
+	PrioritySlots int
 	// HeartbeatTimeout is how long this executor's claims last unless
 	// renewed: a claim, and each renewal, sets the claim's expiry to now plus
 	// HeartbeatTimeout, stored with the claim. Any executor, whatever its own
@@ -107,7 +117,7 @@ func (c Config) validate() error {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"Concurrency", c.Concurrency}, {"HistoryKeepFirst", c.HistoryKeepFirst}, {"HistoryKeepLast", c.HistoryKeepLast}} {
+	}{{"Concurrency", c.Concurrency}, {"PrioritySlots", c.PrioritySlots}, {"HistoryKeepFirst", c.HistoryKeepFirst}, {"HistoryKeepLast", c.HistoryKeepLast}} {
 		if n.v < 0 {
 			return fmt.Errorf("executor: Config.%s (%d) must not be negative", n.name, n.v)
 		}

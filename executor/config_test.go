@@ -23,6 +23,7 @@ func TestConfigIsValidated(t *testing.T) {
 		want string // "" for a valid config
 	}{
 		{"negative Concurrency", executor.Config{Concurrency: -1}, "executor: Config.Concurrency (-1) must not be negative"},
+		{"negative PrioritySlots", executor.Config{PrioritySlots: -2}, "executor: Config.PrioritySlots (-2) must not be negative"},
 		{"negative HeartbeatTimeout", executor.Config{HeartbeatTimeout: -time.Second}, "executor: Config.HeartbeatTimeout (-1s) must not be negative"},
 		{"negative HeartbeatInterval", executor.Config{HeartbeatInterval: -time.Second}, "executor: Config.HeartbeatInterval (-1s) must not be negative"},
 		{"negative PollInterval", executor.Config{PollInterval: -time.Second}, "executor: Config.PollInterval (-1s) must not be negative"},

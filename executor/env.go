@@ -29,12 +29,23 @@ type env struct {
 	// executors on pools that were never opened.
 	severedRetries func() int
 	wake           chan struct{} // a claim is worth trying: a NOTIFY, or a slot freed
+	// laneWake is the priority lane's (see priorityLane): a NOTIFY of a
+	// type polled, or a priority slot freed. Nil without PrioritySlots.
+	laneWake chan struct{}
 }
 
 // signal asks the claim loop to try a claim now.
 func (v *env) signal() {
 	select {
 	case v.wake <- struct{}{}:
+	default:
+	}
+}
+
+// signalLane asks the priority lane, if any, to try a claim now.
+func (v *env) signalLane() {
+	select {
+	case v.laneWake <- struct{}{}:
 	default:
 	}
 }

@@ -125,6 +125,9 @@ func newExecutor(pool *pgxpool.Pool, cfg Config) *Executor {
 		severedRetries: sync.OnceValue(func() int { return int(pool.Config().MaxConns) + 1 }),
 		wake:           make(chan struct{}, 1),
 	}
+	if cfg.PrioritySlots > 0 {
+		v.laneWake = make(chan struct{}, 1)
+	}
 	v.schema = newSchemaGuard(cfg.Logger, pool, v.signal)
 	beats := newHeartbeats(v)
 	s := newSlots(v, beats)

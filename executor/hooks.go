@@ -77,6 +77,9 @@ type ClaimInfo struct {
 	// Stale reports whether the claim also looked for tasks whose heartbeat
 	// went stale (their executor died or stalled).
 	Stale bool
+	// Priority reports a claim of the priority lane (Config.PrioritySlots):
+	// of tasks above priority 0 only, into the priority slots.
+	Priority bool
 	// Err is why the claim failed, or nil.
 	Err error
 }
@@ -220,7 +223,7 @@ func (hc hookCaller) claimDone(ctx context.Context, start time.Time, req *claimR
 		return
 	}
 	hc.h.ClaimDone(ctx, &ClaimInfo{Duration: time.Since(start), Requested: req.total, Claimed: claimed,
-		Types: req.all, Stale: req.stale, Err: err})
+		Types: req.all, Stale: req.stale, Priority: req.lane, Err: err})
 }
 
 // pollStart starts the record of c's poll, and returns the poll's context.

@@ -119,6 +119,7 @@ func (l *listener) listenConn(ctx context.Context) (heard bool, err error) {
 	// Anything announced while we were not listening is found by a claim now.
 	l.once.Do(func() { close(l.ready) })
 	l.signal()
+	l.signalLane()
 	registered := map[string]bool{}
 	for _, t := range l.pollers.types() {
 		registered[string(t)] = true
@@ -132,6 +133,7 @@ func (l *listener) listenConn(ctx context.Context) (heard bool, err error) {
 		case "corotask_ready":
 			if registered[n.Payload] {
 				l.signal()
+				l.signalLane()
 			}
 		case "corotask_cancel":
 			if id, err := tasks.ParseID(n.Payload); err == nil {

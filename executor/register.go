@@ -187,6 +187,8 @@ type claimed struct {
 	// now is the database's time (corotask.now()) at the claim; zero when
 	// not known (Receive then reads the local clock).
 	now time.Time
+	// lane is whether the priority lane claimed it (see priorityLane).
+	lane bool
 }
 
 // outcome is what a poll produced, ready to commit.

@@ -27,6 +27,7 @@ type flight struct {
 	pollCtx  context.Context // the poller's: ctx, or one under it that its type's PollTimeout cancels
 	deadline *pollDeadline   // that PollTimeout's; nil without one
 	settling bool            // the poll returned; its outcome is being committed
+	lane     bool            // the poll holds a priority slot (Config.PrioritySlots)
 }
 
 // slots counts the executor's claims against its limits: Concurrency,
@@ -45,6 +46,7 @@ type slots struct {
 	// polls whose outcome is being committed (settling).
 	inflight map[tasks.ID]*flight
 	polling  int                // polls running, counted against Concurrency
+	lane     int                // polls running in priority slots, against PrioritySlots
 	perType  map[tasks.Type]int // polls running per type, against MaxConcurrency
 	// waiting holds claimed tasks that found no slot (see take), in claim
 	// order, and waitingPerType counts them by type; they are in inflight,
@@ -91,7 +93,7 @@ func (s *slots) stop() []*flight {
 
 // claimRoom is how many more claims the executor may hold. s.mu is held.
 func (s *slots) claimRoom() int {
-	return claimsPerSlot*s.cfg.Concurrency - len(s.inflight) - s.reserved
+	return claimsPerSlot*(s.cfg.Concurrency+s.cfg.PrioritySlots) - len(s.inflight) - s.reserved
 }
 
 // request computes what the next claim may take from the free slots: how
@@ -101,7 +103,23 @@ func (s *slots) request() claimRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Tasks claimed earlier that wait for a slot (see take) go first.
-	r := claimRequest{total: min(s.cfg.Concurrency-s.polling-len(s.waiting), s.claimRoom())}
+	return s.requestOf(s.cfg.Concurrency - s.polling - len(s.waiting))
+}
+
+// laneRequest is request for the priority slots (see priorityLane): what
+// a claim of tasks above priority 0 may take into the free ones.
+func (s *slots) laneRequest() claimRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.requestOf(s.cfg.PrioritySlots - s.lane)
+	r.lane = true
+	return r
+}
+
+// requestOf is a request of up to free tasks, within the claims the
+// executor may hold and each capped type's free slots. s.mu is held.
+func (s *slots) requestOf(free int) claimRequest {
+	r := claimRequest{total: min(free, s.claimRoom())}
 	if r.total <= 0 {
 		return claimRequest{}
 	}
@@ -155,6 +173,13 @@ func (s *slots) take(c *claimed) (f, old *flight, run bool) {
 	// Else any earlier flight of the task has returned and its outcome is
 	// written (the task was claimed without a takeover, so its claim was
 	// gone): its goroutine is only forgetting it, and leaves this claim be.
+	if c.lane && s.lane < s.cfg.PrioritySlots && !s.typeFull(c.typ) {
+		f := s.newFlight(c)
+		f.lane = true
+		s.lane++
+		s.perType[c.typ]++
+		return f, nil, true
+	}
 	if s.polling >= s.cfg.Concurrency || s.typeFull(c.typ) {
 		f := s.newFlight(c)
 		s.waiting = append(s.waiting, f)
@@ -249,11 +274,17 @@ func (s *slots) done(c *claimed) (run, gone []*flight) {
 
 // freeSlot stops counting f's poll as running, once. s.mu is held.
 func (s *slots) freeSlot(f *flight) {
-	if !f.settling {
-		f.settling = true
-		s.polling--
-		s.perType[f.c.typ]--
+	if f.settling {
+		return
 	}
+	f.settling = true
+	s.perType[f.c.typ]--
+	if !f.lane {
+		s.polling--
+		return
+	}
+	s.lane--
+	s.signalLane()
 }
 
 // find returns the flight of task id, if any.

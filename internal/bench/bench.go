@@ -148,6 +148,9 @@ type Options struct {
 	// PollTime is how long each poll of the limit scenario, and of the
 	// priority scenario's backlog, takes (a sleep). Default 1ms.
 	PollTime time.Duration
+	// PrioritySlots is the priority scenario's executor's
+	// Config.PrioritySlots. Default 0: none.
+	PrioritySlots int
 	// Backlog is how many ready low-priority tasks the priority scenario
 	// keeps in the queue while it measures (topped up as they are polled).
 	// Default 100,000.
@@ -299,6 +302,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Rounds, "rounds", o.Rounds, "limit, keylimit: runs of each variant, alternating, `N` (default 3, keylimit 2)")
 	fs.IntVar(&o.MaxRunning, "max-running", o.MaxRunning, "limit: the type's fleet-wide maximum of running polls, `N` (default 64; below -workers to check it is enforced)")
 	fs.DurationVar(&o.PollTime, "poll-time", o.PollTime, "limit, priority's backlog: how long each poll takes (a sleep) (default 1ms)")
+	fs.IntVar(&o.PrioritySlots, "priority-slots", o.PrioritySlots, "priority: the executor's Config.PrioritySlots, `N` (default 0: none)")
 	fs.IntVar(&o.Backlog, "backlog", o.Backlog, "priority: ready low-priority tasks kept in the queue, `N` (default 100000)")
 	fs.IntVar(&o.LimitKeys, "limit-keys", o.LimitKeys, "keylimit: distinct limit keys, `N` (default 10000)")
 	fs.IntVar(&o.KeyMax, "key-max", o.KeyMax, "keylimit: running tasks per key, `N` (default 1)")
@@ -496,7 +500,7 @@ func (o Options) validate() error {
 	}{{"n", o.N}, {"workers", o.Workers}, {"executors", o.Executors}, {"pool", o.Pool}, {"batch", o.Batch},
 		{"writers", o.Writers}, {"k", o.K}, {"m", o.M}, {"depth", o.Depth}, {"iterations", o.Iterations},
 		{"rate", o.Rate}, {"readers", o.Readers}, {"stops", o.Stops}, {"rounds", o.Rounds}, {"max-running", o.MaxRunning},
-		{"backlog", o.Backlog}, {"limit-keys", o.LimitKeys}, {"key-max", o.KeyMax}} {
+		{"backlog", o.Backlog}, {"priority-slots", o.PrioritySlots}, {"limit-keys", o.LimitKeys}, {"key-max", o.KeyMax}} {
 		if v.v < 0 {
 			return fmt.Errorf("-%s must not be negative", v.name)
 		}

@@ -71,7 +71,7 @@ func TestScenariosSmoke(t *testing.T) {
 		"inboxpoll": {Levels: []int{5, 300}, Iterations: 10},
 		"pressure":  {Rate: 100, Warmup: time.Second, Duration: time.Second, After: time.Second, Workers: 8, Pool: 4},
 		"limit":     {N: 300, Workers: 8, Executors: 2, Pool: 4, Batch: 100, MaxRunning: 3, Rounds: 1, PollTime: 2 * time.Millisecond},
-		"priority":  {N: 10, Backlog: 2000, Gap: time.Millisecond, Workers: 8, Pool: 4, PollTime: 5 * time.Millisecond},
+		"priority":  {N: 10, Backlog: 2000, Gap: time.Millisecond, Workers: 8, Pool: 4, PollTime: 5 * time.Millisecond, PrioritySlots: 2},
 		"keylimit":  {N: 500, LimitKeys: 50, Rounds: 1, Workers: 10, Pool: 4, Batch: 100},
 	}
 	require.ElementsMatch(t, Scenarios(), keys(tiny), "a tiny size for every scenario")

@@ -58,6 +58,9 @@ func checkFlowSmoke(t *testing.T, name string, rec record) {
 		require.Positive(t, m["backlog_left"])
 		require.Positive(t, m["backlog_polls_per_sec"])
 		require.Equal(t, 10.0, rec.Params["priority"])
+		require.Equal(t, 2.0, rec.Params["priority_slots"])
+		require.Positive(t, m["priority_lane_tasks"], "the priority slots took tasks")
+		require.LessOrEqual(t, m["priority_lane_tasks"], 20.0)
 	case "keylimit":
 		for _, k := range []string{"no_keys_tasks_per_sec", "keys_tasks_per_sec", "no_keys_claim_ms", "keys_claim_ms",
 			"keys_vs_no_keys_claim_ms", "keys_vs_no_keys_tasks_per_sec"} {

@@ -102,6 +102,7 @@ func runPriority(ctx context.Context, r *runner, res *Result) error {
 	res.param("workers", o.Workers)
 	res.param("poll_time", o.PollTime)
 	res.param("priority", highPriority)
+	res.param("priority_slots", o.PrioritySlots)
 	db, err := r.pool(ctx, 6)
 	if err != nil {
 		return err
@@ -111,6 +112,7 @@ func runPriority(ctx context.Context, r *runner, res *Result) error {
 	var low atomic.Int64
 	clock := &claimClock{}
 	cfg := r.executorConfig(0)
+	cfg.PrioritySlots = o.PrioritySlots
 	clock.next, cfg.Hooks = cfg.Hooks, clock
 	start := func() (*group, error) {
 		return r.startExecutors(ctx, 1, o.Workers, cfg, func(e *executor.Executor) {
@@ -198,8 +200,10 @@ func runPriority(ctx context.Context, r *runner, res *Result) error {
 	res.metric("backlog_min", rf.lowest())
 	res.metric("backlog_left", left)
 	res.metric("backlog_refilled", rf.added())
+	res.metric("priority_lane_tasks", clock.laneTasks())
 	res.note("latency = start of the high-priority task's poll - the time taken just before the COMMIT of its create (tasks.Create with Priority %d in a transaction of its own); commit_* is the COMMIT's own time", highPriority)
 	res.note("its parts (p50 of each): *_wait = from that time to the start of the claim that took the task (the last claim to end before its poll started; executor.Hooks ClaimDone; below zero when a claim sent just before that COMMIT still saw the task), *_claim = that claim, round trip included, *_start = from the claim's end to the poll's start")
+	res.note("priority_lane_tasks: the tasks claimed into the executor's priority slots (-priority-slots), in both phases; only tasks above priority 0 are")
 	res.note("backlog: ready tasks of the same type at priority 0, each polled in -poll-time; topped up to -backlog whenever a batch (-batch, at most half the backlog) is missing, a batch or so at a time, while the high-priority tasks are timed; backlog_min is its lowest (created - polls started) while the high-priority tasks were timed, backlog_left the ready ones counted at the end")
 	if rf.lowest() == 0 {
 		return fmt.Errorf("the backlog ran out while the high-priority tasks were timed (%.0f backlog polls/s): use a larger -backlog or a longer -poll-time",

@@ -21,6 +21,7 @@ type claimClock struct {
 	mu    sync.Mutex
 	spans [64]claimSpan // a ring, i the next to write
 	i     int
+	lane  int // tasks the priority lane claimed (executor.ClaimInfo.Priority)
 }
 
 func (c *claimClock) ClaimDone(ctx context.Context, info *executor.ClaimInfo) {
@@ -29,9 +30,19 @@ func (c *claimClock) ClaimDone(ctx context.Context, info *executor.ClaimInfo) {
 		c.mu.Lock()
 		c.spans[c.i] = claimSpan{end.Add(-info.Duration), end}
 		c.i = (c.i + 1) % len(c.spans)
+		if info.Priority {
+			c.lane += info.Claimed
+		}
 		c.mu.Unlock()
 	}
 	c.hookChain.ClaimDone(ctx, info)
+}
+
+// laneTasks is how many tasks the priority lane claimed.
+func (c *claimClock) laneTasks() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lane
 }
 
 // before returns the span of the latest claim that ended before t: the

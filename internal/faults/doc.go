@@ -8,7 +8,8 @@
 // carries a unique ID, and every poll records in a ledger, through OnCommit
 // and so inside its commit transaction, which messages it consumed and sent.
 // The workload runs under flow-control limits (a maximum of running nodes,
-// a limit per tree in a key space, priorities): a sampler in the harness's
+// a limit per tree in a key space, priorities, which each worker's
+// priority slots claim beside its claim loop): a sampler in the harness's
 // process reads the running claims every few milliseconds and reports the
 // most it saw beside each limit (see Limits).
 // While the workload runs, the harness injects faults: SIGKILL of workers at

@@ -139,6 +139,7 @@ func runWorker(ctx context.Context, cfg WorkerConfig, sigs chan os.Signal) error
 	logger = logger.With("worker", cfg.Name, "pid", os.Getpid())
 	e, err := executor.New(pool, executor.Config{
 		Concurrency:      cfg.Concurrency,
+		PrioritySlots:    2, // nodes with a priority are also claimed beside the claim loop
 		HeartbeatTimeout: cfg.HeartbeatTimeout,
 		PollInterval:     cfg.PollInterval,
 		ShutdownTimeout:  5 * time.Second,

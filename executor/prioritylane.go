@@ -1,0 +1,83 @@
+package executor
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// priorityLane claims tasks of a priority above 0 into the executor's
+// priority slots (Config.PrioritySlots), beside the claim loop. The claim
+// loop already takes such tasks first, but a busy executor's claim loop is
+// always in a claim, and its slots are all taken: a task made ready meanwhile
+// waits for that claim to end and for a slot to free. The lane waits for
+// nothing but an announcement of one of the executor's types, a priority
+// slot freed, or PollInterval, and then claims with the claim statement
+// whose search of priority 0 reads nothing (laneFloors), so its claims are
+// small and quick.
+//
+// It runs in a goroutine of Run's from the claim loop's start until it
+// ends: a claim made as ctx ends is given back, as the claim loop's is.
+// Errors are logged and retried after a backoff; a schema fault is recorded
+// for the claim loop, which stops Run.
+func (e *Executor) priorityLane(ctx context.Context) {
+	v := e.env
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	failures := 0
+	for {
+		if ctx.Err() != nil || v.schema.faulted.Load() {
+			return
+		}
+		wait := v.cfg.PollInterval
+		if req := e.slots.laneRequest(); req.total > 0 {
+			got, _, err := e.claimer.claim(ctx, req)
+			switch {
+			case err == nil && (ctx.Err() != nil || v.schema.faulted.Load()):
+				if len(got) > 0 {
+					e.committer.giveBack(got, 0)
+				}
+				return
+			case err != nil && ctx.Err() != nil:
+				return
+			case v.schema.fault(err):
+				return
+			case err != nil:
+				failures++
+				wait = backoff(v.cfg.PollInterval/4, v.cfg.PollInterval*10, failures)
+				v.log.Error("corotask: priority claim failed; retrying", "error", err, "retry_in", wait)
+			default:
+				failures = 0
+				e.startClaimed(got)
+				if len(got) == req.total {
+					continue // there may be more
+				}
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.laneWake:
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// laneFloors are the floors of a priority lane's claim, for its n types:
+// beyond every ready task, so that its search of priority 0 reads nothing
+// (see query.Claim's $10).
+func laneFloors(n int) []pgtype.Timestamptz {
+	fs := make([]pgtype.Timestamptz, n)
+	for i := range fs {
+		fs[i] = pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
+	}
+	return fs
+}
