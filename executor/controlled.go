@@ -24,24 +24,31 @@ type controlledTypes struct {
 // update records what a claim found of the types it asked about (asked):
 // those of them with controls (types); the others keep what an earlier
 // claim found (a type with no free slot is not asked about).
+//
+// The claim loop, the priority lane and PollOnce may claim at once: an
+// update made meanwhile is merged into, not overwritten.
 func (c *controlledTypes) update(asked, types []string) {
-	old := c.set.Load()
-	if len(types) == 0 && (old == nil || len(*old) == 0) {
-		return
-	}
-	m := make(map[tasks.Type]bool, len(types))
-	if old != nil {
-		for t := range *old {
-			m[t] = true
+	for {
+		old := c.set.Load()
+		if len(types) == 0 && (old == nil || len(*old) == 0) {
+			return
+		}
+		m := make(map[tasks.Type]bool, len(types))
+		if old != nil {
+			for t := range *old {
+				m[t] = true
+			}
+		}
+		for _, t := range asked {
+			delete(m, tasks.Type(t))
+		}
+		for _, t := range types {
+			m[tasks.Type(t)] = true
+		}
+		if c.set.CompareAndSwap(old, &m) {
+			return
 		}
 	}
-	for _, t := range asked {
-		delete(m, tasks.Type(t))
-	}
-	for _, t := range types {
-		m[tasks.Type(t)] = true
-	}
-	c.set.Store(&m)
 }
 
 // has reports whether typ had controls at the last claim.

@@ -15,7 +15,10 @@ import (
 // nothing but an announcement of one of the executor's types, a priority
 // slot freed, or PollInterval, and then claims with the claim statement
 // whose search of priority 0 reads nothing (laneFloors), so its claims are
-// small and quick.
+// small and quick. Of a type with flow controls, its claim locks the
+// controls exclusive (req.share false: the shares of ClaimControls count
+// one claim in flight per executor, and the lane is a second), so it waits
+// for the claims of that type in flight across the fleet.
 //
 // It runs in a goroutine of Run's from the claim loop's start until it
 // ends: a claim made as ctx ends is given back, as the claim loop's is.

@@ -132,11 +132,11 @@ func TestPrioritySlotHoldsFleetWideMaximum(t *testing.T) {
 	_, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", State: "a"})
 	require.NoError(t, err)
 	waitFor(t, "a's poll", func() bool { return p.started("a") })
-	claims.from(time.Now())
 	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "job", State: "c", Priority: 5})
 	require.NoError(t, err)
-	// Two claims of the lane that began after c was created have seen it
-	// ready, and the maximum taken.
+	claims.from(time.Now())
+	// Two claims of the lane that began after c's create committed have
+	// seen it ready, and the maximum taken.
 	waitFor(t, "the priority lane's claims", func() bool { return claims.count() >= 2 })
 	require.False(t, p.started("c"), "the type's maximum is taken")
 	close(p.block["a"])
@@ -171,6 +171,8 @@ func TestPrioritySlotsFullWaitForASlot(t *testing.T) {
 	})
 	require.NoError(t, err)
 	close(p.block["a"])
+	waitFor(t, "d's poll, in a's slot", func() bool { return p.started("d") })
+	require.Equal(t, []string{"a", "c", "d"}, p.polled()[:3])
 	close(p.block["c"])
 	waitDone(t, db, 4)
 	require.Equal(t, []string{"a", "c", "d", "b"}, p.polled())

@@ -41,9 +41,11 @@ func (r registration) seen(ctx context.Context) error {
 	if r.cfg.Retention >= 0 {
 		keep = &r.cfg.Retention
 	}
+	// Its concurrency is the most polls it runs at once, its priority
+	// slots included.
 	_, err := r.pool.Exec(ctx, query.RegistrySeen, pgx.NamedArgs{
 		"executor": r.id, "host": host, "pid": os.Getpid(), "version": moduleVersion(), "types": names,
-		"concurrency": r.cfg.Concurrency, "expires_in": executorTTL * r.cfg.HeartbeatTimeout, "keep": keep,
+		"concurrency": r.cfg.Concurrency + r.cfg.PrioritySlots, "expires_in": executorTTL * r.cfg.HeartbeatTimeout, "keep": keep,
 	})
 	return dberr.Translate(err)
 }

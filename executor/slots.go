@@ -234,6 +234,13 @@ func (s *slots) takeWaiting() (run, gone []*flight) {
 				delete(s.inflight, f.c.id)
 			}
 			gone = append(gone, f)
+		case f.c.lane && s.lane < s.cfg.PrioritySlots && !s.typeFull(f.c.typ):
+			// Claimed by the priority lane, and held back by its type's
+			// MaxConcurrency: a priority slot is its own.
+			f.lane = true
+			s.lane++
+			s.perType[f.c.typ]++
+			run = append(run, f)
 		case s.polling < s.cfg.Concurrency && !s.typeFull(f.c.typ):
 			s.polling++
 			s.perType[f.c.typ]++
