@@ -5,8 +5,10 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/internal/query"
@@ -114,9 +116,11 @@ func TestSharedClaimsTogetherStayWithinTheMaximum(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		running, want int
+		pollOnce      bool // the second claim is PollOnce's (exclusive)
 	}{
-		{10, 14}, // 10 + 2 executors x 2 fit 16: shared, a share each
-		{13, 16}, // they do not: exclusive, the first takes 3, the second none
+		{10, 14, false}, // 10 + 2 executors x 2 fit 16: shared, a share each
+		{13, 16, false}, // they do not: exclusive, the first takes 3, the second none
+		{10, 16, true},  // the first shared takes 2; PollOnce waits for it, then takes the 4 left
 	} {
 		db := testdb.New(t)
 		a, b := "0190f0e0-0000-7000-8000-00000000000a", "0190f0e0-0000-7000-8000-00000000000b"
@@ -137,7 +141,7 @@ func TestSharedClaimsTogetherStayWithinTheMaximum(t *testing.T) {
 		// claim runs a claim of up to 8 tasks in tx, and returns how it
 		// held the controls; it runs in both goroutines, so it returns
 		// its error rather than failing the test.
-		claim := func(tx pgx.Tx, executor string) (shared string, err error) {
+		claim := func(tx pgx.Tx, executor any) (shared string, err error) {
 			var controlled []string
 			var locked int64
 			if err := tx.QueryRow(ctx, query.ClaimControls, []string{"far"}, executor).Scan(&controlled, &locked, &shared); err != nil {
@@ -153,6 +157,7 @@ func TestSharedClaimsTogetherStayWithinTheMaximum(t *testing.T) {
 		}
 		first, err := db.Begin(ctx)
 		require.NoError(t, err)
+		defer func() { _ = first.Rollback(ctx) }() // a failed test ends it
 		mode, err := claim(first, a)
 		require.NoError(t, err)
 		firstShared := mode == "true"
@@ -170,7 +175,11 @@ func TestSharedClaimsTogetherStayWithinTheMaximum(t *testing.T) {
 				second <- err
 				return
 			}
-			mode, err := claim(tx, b)
+			var claimer any = b
+			if c.pollOnce {
+				claimer = nil
+			}
+			mode, err := claim(tx, claimer)
 			claimed <- mode
 			if err != nil {
 				_ = tx.Rollback(ctx)
@@ -180,10 +189,18 @@ func TestSharedClaimsTogetherStayWithinTheMaximum(t *testing.T) {
 			<-commit
 			second <- tx.Commit(ctx)
 		}()
-		if firstShared {
+		switch {
+		case c.pollOnce:
+			// Held exclusive, it waits for the first's shared locks: it
+			// has not claimed until the first commits.
+			waitForLock(t, db)
+			require.Empty(t, claimed)
+			require.NoError(t, first.Commit(ctx))
+			require.Equal(t, "false", <-claimed)
+		case firstShared:
 			require.Equal(t, "true", <-claimed, "the second claims beside the first")
 			require.NoError(t, first.Commit(ctx))
-		} else {
+		default:
 			require.NoError(t, first.Commit(ctx))
 			require.Equal(t, "false", <-claimed)
 		}
@@ -193,4 +210,15 @@ func TestSharedClaimsTogetherStayWithinTheMaximum(t *testing.T) {
 		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks WHERE task_type = 'far' AND claim IS NOT NULL AND counted`).Scan(&running))
 		require.Equal(t, c.want, running, "%d running before", c.running)
 	}
+}
+
+// waitForLock waits until a session of db waits for a lock.
+func waitForLock(t *testing.T, db *pgxpool.Pool) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, db.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
+		return n > 0
+	}, testdb.Patience, 10*time.Millisecond, "waiting for a session to wait for a lock")
 }
