@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/corotask/corotask/internal/query"
+	"github.com/corotask/corotask/internal/treeread"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -157,9 +158,9 @@ type treeNode struct {
 // loadTreeNodes returns the tree under root, breadth first and at most limit
 // tasks, each once, and whether it was cut; nil when root does not exist.
 func loadTreeNodes(ctx context.Context, db tasks.DB, root tasks.ID, limit int) (*treeNode, int, bool, error) {
-	rows, err := db.Query(ctx, query.Tree, root, limit+1)
+	rows, err := treeread.Query(ctx, db, root, limit+1)
 	if err != nil {
-		return nil, 0, false, fmt.Errorf("read tree: %w", err)
+		return nil, 0, false, err
 	}
 	nodes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*treeNode, error) {
 		var n treeNode

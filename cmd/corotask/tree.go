@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/corotask/corotask/internal/query"
+	"github.com/corotask/corotask/internal/treeread"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -89,9 +89,9 @@ type treeNode struct {
 // children of a level before any grandchild), at most limit of them, each
 // once (see query.Tree); none when root does not exist.
 func loadTree(ctx context.Context, db tasks.DB, root tasks.ID, limit int) ([]treeNode, error) {
-	rows, err := db.Query(ctx, query.Tree, root, limit)
+	rows, err := treeread.Query(ctx, db, root, limit)
 	if err != nil {
-		return nil, fmt.Errorf("read tree: %w", err)
+		return nil, err
 	}
 	var n treeNode
 	var out []treeNode

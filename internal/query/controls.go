@@ -36,34 +36,64 @@ const (
 	OperatorSetPriority = `SELECT corotask.set_task_priority($1, $2)`
 )
 
-// runningOfKey counts the running tasks (live claims) whose limit_key is
-// that of t, among the types of the key space of c (a type_controls row).
-const runningOfKey = `(SELECT count(*) FROM corotask.tasks u
-		JOIN corotask.type_controls uc ON uc.task_type = u.task_type AND uc.key_space = c.key_space
-		WHERE u.limit_key = t.limit_key AND u.claim IS NOT NULL AND u.claim_expires_at >= corotask.now())`
+// rateTokens is how many tokens the bucket of the rate limit l (a row of
+// corotask.rate_limits, whose alias must be l) holds now:
+// corotask.rate_limit_tokens spelled out, since on Citus a function of a
+// table's row type cannot be called on the rows of a reference table (whose
+// rows on a worker are of its shard's row type).
+// TestRateTokensMatchesTheFunction checks that both agree.
+const rateTokens = `LEAST(l.rate::float8, l.tokens + GREATEST(0::float8, extract(epoch FROM corotask.now() - l.refilled_at)::float8)
+		* l.rate / extract(epoch FROM l.per)::float8)`
 
 // ControlsTypes reads the controls of each type that has any, in order:
 // task_type, paused_at (NULL: not paused), paused_by, max_running (0:
 // none), key_space and rate_limit (”: none), the running polls counted
 // toward its maximum, its ready tasks, and those of them held back (all of
 // them when it is paused, at its maximum or its rate limit has no whole
-// token; else those whose key is at its space's limit). Each type's counts
-// read the claim's indexes.
-const ControlsTypes = `SELECT c.task_type, c.paused_at, coalesce(c.paused_by, ''), coalesce(c.max_running, 0),
-	coalesce(c.key_space, ''), coalesce(c.rate_limit, ''), run.n, ready.n,
-	CASE WHEN c.paused_at IS NOT NULL OR run.n >= c.max_running
-	          OR corotask.rate_limit_tokens(r, corotask.now()) < 1 THEN ready.n
+// token; else those whose key is at its space's limit). The counts are
+// grouped by type (and by key) over the types with controls, each through
+// the claim's indexes, rather than counted in a subquery per type: Citus
+// runs no subquery of a distributed table correlated with a reference
+// table's rows.
+const ControlsTypes = `WITH controlled AS MATERIALIZED (
+	SELECT ARRAY(SELECT task_type FROM corotask.type_controls) AS types
+), run AS (
+	SELECT t.task_type, count(*) AS n FROM corotask.tasks t, controlled x
+	WHERE t.task_type = ANY (x.types) AND t.claim IS NOT NULL AND t.counted AND t.claim_expires_at >= corotask.now()
+	GROUP BY t.task_type
+), ready AS (
+	SELECT t.task_type, count(*) AS n FROM corotask.tasks t, controlled x
+	WHERE t.task_type = ANY (x.types) AND ` + Ready + `
+	GROUP BY t.task_type
+), full_keys AS (
+	-- The keys of each key space at its limit (live claims of its types).
+	SELECT c.key_space, t.limit_key FROM corotask.tasks t
+	JOIN corotask.type_controls c ON c.task_type = t.task_type AND c.key_space IS NOT NULL
+	JOIN corotask.key_limits k ON k.key_space = c.key_space
+	WHERE t.limit_key IS NOT NULL AND t.claim IS NOT NULL AND t.claim_expires_at >= corotask.now()
+	GROUP BY c.key_space, t.limit_key, k.max_running
+	HAVING count(*) >= k.max_running
+), keyed AS (
+	-- The ready tasks of each type whose key is at its space's limit.
+	SELECT t.task_type, count(*) AS n FROM corotask.tasks t
+	JOIN corotask.type_controls c ON c.task_type = t.task_type
+	JOIN full_keys f ON f.key_space = c.key_space AND f.limit_key = t.limit_key
+	WHERE ` + Ready + `
+	GROUP BY t.task_type
+)
+SELECT c.task_type, c.paused_at, coalesce(c.paused_by, ''), coalesce(c.max_running, 0),
+	coalesce(c.key_space, ''), coalesce(c.rate_limit, ''), coalesce(run.n, 0), coalesce(ready.n, 0),
+	CASE WHEN c.paused_at IS NOT NULL OR coalesce(run.n, 0) >= c.max_running
+	          OR ` + rateTokens + ` < 1 THEN coalesce(ready.n, 0)
 	     WHEN k.max_running IS NULL THEN 0
-	     ELSE (SELECT count(*) FROM corotask.tasks t
-	           WHERE t.task_type = c.task_type AND ` + Ready + ` AND t.limit_key IS NOT NULL
-	             AND ` + runningOfKey + ` >= k.max_running)
+	     ELSE coalesce(keyed.n, 0)
 	END
 FROM corotask.type_controls c
-LEFT JOIN corotask.rate_limits r ON r.name = c.rate_limit
+LEFT JOIN corotask.rate_limits l ON l.name = c.rate_limit
 LEFT JOIN corotask.key_limits k ON k.key_space = c.key_space
-CROSS JOIN LATERAL (SELECT count(*) AS n FROM corotask.tasks t
-	WHERE t.task_type = c.task_type AND t.claim IS NOT NULL AND t.counted AND t.claim_expires_at >= corotask.now()) run
-CROSS JOIN LATERAL (SELECT count(*) AS n FROM corotask.tasks t WHERE t.task_type = c.task_type AND ` + Ready + `) ready
+LEFT JOIN run ON run.task_type = c.task_type
+LEFT JOIN ready ON ready.task_type = c.task_type
+LEFT JOIN keyed ON keyed.task_type = c.task_type
 ORDER BY c.task_type`
 
 // ControlsKeySpaces reads the key spaces, in order: key_space, max_running
@@ -96,10 +126,10 @@ LIMIT $2`
 // ControlsRateLimits reads the rate limits, in order: name, rate, per in
 // microseconds, the tokens its bucket holds now, and the types that take
 // from it, in order.
-const ControlsRateLimits = `SELECT r.name, r.rate, (extract(epoch FROM r.per) * 1000000)::bigint,
-	corotask.rate_limit_tokens(r, corotask.now()),
-	ARRAY(SELECT c.task_type FROM corotask.type_controls c WHERE c.rate_limit = r.name ORDER BY 1)
-FROM corotask.rate_limits r ORDER BY 1`
+const ControlsRateLimits = `SELECT l.name, l.rate, (extract(epoch FROM l.per) * 1000000)::bigint,
+	` + rateTokens + `,
+	ARRAY(SELECT c.task_type FROM corotask.type_controls c WHERE c.rate_limit = l.name ORDER BY 1)
+FROM corotask.rate_limits l ORDER BY 1`
 
 // ControlChanges reads the last $1 changes of the controls, the latest
 // first: when, the action, its subject (a type, key space, rate limit or

@@ -24,8 +24,16 @@ const (
 	PausedTypes = `SELECT c.task_type FROM corotask.type_controls c WHERE c.paused_at IS NOT NULL`
 	// HeldTypes are the types whose ready tasks are all limited: those
 	// that run their max_running counted claims, and those whose rate
-	// limit has no whole token (see corotask.type_held).
-	HeldTypes = `SELECT c.task_type FROM corotask.type_controls c WHERE corotask.type_held(c)`
+	// limit has no whole token. It is corotask.type_held over every row
+	// of type_controls, spelled out (the bucket as rateTokens reads it): on Citus, a function of a table's row type cannot be
+	// called on the rows of a reference table (whose rows on a worker are
+	// of its shard's row type), nor read a distributed table from there.
+	HeldTypes = `SELECT c.task_type FROM corotask.type_controls c
+	LEFT JOIN (SELECT r.task_type, count(*) AS n FROM corotask.tasks r
+	           WHERE r.claim IS NOT NULL AND r.counted AND r.claim_expires_at >= corotask.now() - interval '1 second'
+	           GROUP BY r.task_type) r ON r.task_type = c.task_type
+	LEFT JOIN corotask.rate_limits l ON l.name = c.rate_limit
+	WHERE c.max_running <= coalesce(r.n, 0) OR ` + rateTokens + ` < 1`
 	// FullKeys are the pairs of a type and a limit key whose key runs its
 	// key space's max_running tasks (see corotask.key_full): a ready task
 	// of that type and key is limited. It reads the running tasks that

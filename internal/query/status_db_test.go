@@ -75,3 +75,33 @@ func TestStatusMatchesTheFunction(t *testing.T) {
 		}
 	}
 }
+
+// The reads' bucket of a rate limit (rateTokens, spelled out for Citus)
+// is corotask.rate_limit_tokens': full, empty, refilling, refilled past
+// its rate, and refilled in the future (a clock moved back).
+func TestRateTokensMatchesTheFunction(t *testing.T) {
+	t.Parallel()
+	db := testdb.Tx(t)
+	ctx := context.Background()
+	_, err := db.Exec(ctx, `INSERT INTO corotask.rate_limits (name, rate, per, tokens, refilled_at) VALUES
+		('full', 10, interval '1 minute', 10, now()),
+		('empty', 1, interval '1 day', 0, now()),
+		('refilling', 100, interval '1 minute', 0.5, now() - interval '150 milliseconds'),
+		('past', 5, interval '1 second', 1, now() - interval '1 hour'),
+		('ahead', 5, interval '1 second', 2, now() + interval '1 hour')`)
+	require.NoError(t, err)
+	rows, err := db.Query(ctx, `SELECT l.name, corotask.rate_limit_tokens(l, corotask.now()),
+		(SELECT r.tokens FROM (`+query.ControlsRateLimits+`) AS r(name, rate, per, tokens, types) WHERE r.name = l.name)
+		FROM corotask.rate_limits l`)
+	require.NoError(t, err)
+	seen := 0
+	for rows.Next() {
+		var name string
+		var theirs, ours float64
+		require.NoError(t, rows.Scan(&name, &theirs, &ours))
+		require.InDelta(t, theirs, ours, 1e-9, name)
+		seen++
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, 5, seen)
+}

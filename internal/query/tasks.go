@@ -3,13 +3,17 @@ package query
 // TaskColumns are the columns of a task as tasks.Task holds it, in the
 // order tasks' scanTask reads them: t is the tasks row, s the row of Served.
 // UpdatedAt's, when the task last changed hands, reads the task's last
-// attempt in its history.
+// attempt in its history. The subqueries of the task's other rows (its
+// history, its messages) name its root as well as its ID: Citus, which
+// keeps each tree's rows on one shard, joins the rows of distributed tables
+// only on that column (see docs/scaling.md). (A takeover's row written by a
+// build of schema 14 has no root, and is not read here.)
 const TaskColumns = `t.task_id, t.parent_id, t.task_type, ` + Status + `, t.inner_state, t.result,
 	t.wake_at, t.heartbeat, t.inbox_len, t.inbox_next_len, t.failures,
 	coalesce(t.last_error, ''), t.created_at, t.done_at, t.attempts, t.live_children, t.awaiting_children AND t.done_at IS NULL,
 	CASE WHEN t.claim IS NOT NULL THEN t.claimed_by END, CASE WHEN t.claim IS NOT NULL THEN t.claimed_at END,
 	GREATEST(t.created_at, t.claimed_at, t.done_at, (SELECT h.finished_at FROM corotask.history h
-		WHERE h.task_id = t.task_id AND h.seq = 0 ORDER BY h.attempt DESC LIMIT 1)),
+		WHERE h.task_id = t.task_id AND h.root_id = t.root_id AND h.seq = 0 ORDER BY h.attempt DESC LIMIT 1)),
 	coalesce(t.task_key, ''), t.priority, coalesce(t.limit_key, ''), t.root_id`
 
 // TaskGet reads task $1: its TaskColumns, then the envelopes of its inbox
@@ -26,10 +30,10 @@ const TaskGetByKey = taskWithMessages + `WHERE t.task_type = $1 AND t.task_key =
 const taskWithMessages = `WITH ` + Served + `
 SELECT ` + TaskColumns + `,
 	ARRAY(SELECT m.envelope FROM corotask.messages m
-		WHERE m.task_id = t.task_id AND m.seq > t.msg_popped AND m.seq <= t.msg_seq - t.inbox_next_len
+		WHERE m.task_id = t.task_id AND m.root_id = t.root_id AND m.seq > t.msg_popped AND m.seq <= t.msg_seq - t.inbox_next_len
 		ORDER BY m.seq),
 	ARRAY(SELECT m.envelope FROM corotask.messages m
-		WHERE m.task_id = t.task_id AND m.seq > t.msg_seq - t.inbox_next_len
+		WHERE m.task_id = t.task_id AND m.root_id = t.root_id AND m.seq > t.msg_seq - t.inbox_next_len
 		ORDER BY m.seq)
 FROM served s, corotask.tasks t `
 
