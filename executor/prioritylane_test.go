@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/executor"
@@ -84,24 +85,35 @@ func (h *priorityClaims) count() int {
 	return h.n
 }
 
+// holdSlots starts an executor of type "job", polled by p, with cfg's
+// Concurrency, PrioritySlots and Hooks, creates task "a" (priority 0), and
+// returns once a's poll runs (holding a slot while p blocks it).
+func holdSlots(t *testing.T, p *orderedPoller, concurrency, prioritySlots int, hooks executor.Hooks) *pgxpool.Pool {
+	t.Helper()
+	db := testdb.New(t)
+	cfg := fastConfig(t)
+	cfg.Concurrency, cfg.PrioritySlots = concurrency, prioritySlots
+	if hooks != nil {
+		cfg.Hooks = hooks
+	}
+	e := executor.MustNew(db, cfg)
+	executor.Register(e, "job", executor.PollerFunc[string, int](p.poll))
+	start(t, e)
+	_, err := tasks.Create(context.Background(), db, tasks.Spec{Type: "job", State: "a"})
+	require.NoError(t, err)
+	waitFor(t, "a's poll", func() bool { return p.started("a") })
+	return db
+}
+
 // With its one slot busy, an executor with a priority slot starts a task of
 // a priority above 0 at once, in that slot, and leaves a task of priority 0
 // for the busy slot.
 func TestPrioritySlotStartsUrgentWorkBehindBusySlots(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
 	p := &orderedPoller{block: map[string]chan struct{}{"a": make(chan struct{})}}
-	cfg := fastConfig(t)
-	cfg.Concurrency, cfg.PrioritySlots = 1, 1
-	e := executor.MustNew(db, cfg)
-	executor.Register(e, "job", executor.PollerFunc[string, int](p.poll))
-	start(t, e)
-
-	_, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", State: "a"})
-	require.NoError(t, err)
-	waitFor(t, "a's poll", func() bool { return p.started("a") })
-	_, err = tasks.CreateMany(ctx, db, []tasks.Spec{
+	db := holdSlots(t, p, 1, 1, nil)
+	_, err := tasks.CreateMany(ctx, db, []tasks.Spec{
 		{Type: "job", State: "b"},
 		{Type: "job", State: "c", Priority: 5},
 	})
@@ -119,20 +131,12 @@ func TestPrioritySlotStartsUrgentWorkBehindBusySlots(t *testing.T) {
 func TestPrioritySlotHoldsFleetWideMaximum(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
-	require.NoError(t, tasks.SetMaxRunning(ctx, db, "job", 1, tasks.AllowNewType()))
 	p := &orderedPoller{block: map[string]chan struct{}{"a": make(chan struct{})}}
 	claims := &priorityClaims{}
-	cfg := fastConfig(t)
-	cfg.Concurrency, cfg.PrioritySlots, cfg.Hooks = 2, 2, claims
-	e := executor.MustNew(db, cfg)
-	executor.Register(e, "job", executor.PollerFunc[string, int](p.poll))
-	start(t, e)
-
-	_, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", State: "a"})
-	require.NoError(t, err)
-	waitFor(t, "a's poll", func() bool { return p.started("a") })
-	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "job", State: "c", Priority: 5})
+	db := holdSlots(t, p, 2, 2, claims)
+	// A maximum of 1, set while a runs: a's poll counts toward it.
+	require.NoError(t, tasks.SetMaxRunning(ctx, db, "job", 1))
+	_, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", State: "c", Priority: 5})
 	require.NoError(t, err)
 	claims.from(time.Now())
 	// Two claims of the lane that began after c's create committed have
@@ -151,18 +155,9 @@ func TestPrioritySlotHoldsFleetWideMaximum(t *testing.T) {
 func TestPrioritySlotsFullWaitForASlot(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
 	p := &orderedPoller{block: map[string]chan struct{}{"a": make(chan struct{}), "c": make(chan struct{})}}
-	cfg := fastConfig(t)
-	cfg.Concurrency, cfg.PrioritySlots = 1, 1
-	e := executor.MustNew(db, cfg)
-	executor.Register(e, "job", executor.PollerFunc[string, int](p.poll))
-	start(t, e)
-
-	_, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", State: "a"})
-	require.NoError(t, err)
-	waitFor(t, "a's poll", func() bool { return p.started("a") })
-	_, err = tasks.Create(ctx, db, tasks.Spec{Type: "job", State: "c", Priority: 1})
+	db := holdSlots(t, p, 1, 1, nil)
+	_, err := tasks.Create(ctx, db, tasks.Spec{Type: "job", State: "c", Priority: 1})
 	require.NoError(t, err)
 	waitFor(t, "c's poll in the priority slot", func() bool { return p.started("c") })
 	_, err = tasks.CreateMany(ctx, db, []tasks.Spec{
