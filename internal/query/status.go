@@ -25,12 +25,15 @@ const (
 	// HeldTypes are the types whose ready tasks are all limited: those
 	// that run their max_running counted claims, and those whose rate
 	// limit has no whole token. It is corotask.type_held over every row
-	// of type_controls, spelled out (the bucket as rateTokens reads it): on Citus, a function of a table's row type cannot be
+	// of type_controls, spelled out (the bucket as rateTokens reads it; the
+	// claims counted are those of the types with a maximum only, through
+	// tasks_running_counted_idx): on Citus, a function of a table's row type cannot be
 	// called on the rows of a reference table (whose rows on a worker are
 	// of its shard's row type), nor read a distributed table from there.
 	HeldTypes = `SELECT c.task_type FROM corotask.type_controls c
 	LEFT JOIN (SELECT r.task_type, count(*) AS n FROM corotask.tasks r
-	           WHERE r.claim IS NOT NULL AND r.counted AND r.claim_expires_at >= corotask.now() - interval '1 second'
+	           WHERE r.task_type = ANY (ARRAY(SELECT x.task_type FROM corotask.type_controls x WHERE x.max_running IS NOT NULL))
+	             AND r.claim IS NOT NULL AND r.counted AND r.claim_expires_at >= corotask.now() - interval '1 second'
 	           GROUP BY r.task_type) r ON r.task_type = c.task_type
 	LEFT JOIN corotask.rate_limits l ON l.name = c.rate_limit
 	WHERE c.max_running <= coalesce(r.n, 0) OR ` + rateTokens + ` < 1`
@@ -43,7 +46,7 @@ const (
 	      FROM corotask.tasks r
 	      JOIN corotask.type_controls rc ON rc.task_type = r.task_type
 	      JOIN corotask.key_limits k ON k.key_space = rc.key_space
-	      WHERE r.limit_key IS NOT NULL AND r.claim IS NOT NULL AND r.claim_expires_at >= corotask.now()
+	      WHERE r.limit_key IS NOT NULL AND r.claim IS NOT NULL AND r.claim_expires_at >= corotask.now() - interval '1 second'
 	      GROUP BY rc.key_space, r.limit_key, k.max_running
 	      HAVING count(*) >= k.max_running) f
 	JOIN corotask.type_controls c ON c.key_space = f.key_space`

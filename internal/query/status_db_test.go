@@ -22,10 +22,15 @@ func TestStatusMatchesTheFunction(t *testing.T) {
 		`INSERT INTO corotask.rate_limits (name, rate, per, tokens, refilled_at) VALUES ('none', 1, interval '1 day', 0, now())`,
 		`INSERT INTO corotask.type_controls (task_type, paused_at, max_running, key_space, rate_limit) VALUES
 			('paused', now(), NULL, NULL, NULL), ('held', NULL, 1, NULL, NULL), ('dry', NULL, NULL, NULL, 'none'),
-			('served', NULL, NULL, 'space', NULL)`,
+			('served', NULL, NULL, 'space', NULL), ('roomy', NULL, 2, NULL, NULL), ('grace', NULL, 1, 'space', NULL)`,
+		// Running: held at its maximum; roomy below it; a claim of grace
+		// that expired half a second ago, which still counts for a second
+		// (its key, g, too).
 		`INSERT INTO corotask.tasks (task_id, root_id, task_type, claim, heartbeat, claim_expires_at, counted, limit_key) VALUES
 			(gen_random_uuid(), gen_random_uuid(), 'held', gen_random_uuid(), now(), now() + interval '1 hour', true, NULL),
-			(gen_random_uuid(), gen_random_uuid(), 'served', gen_random_uuid(), now(), now() + interval '1 hour', false, 'k')`,
+			(gen_random_uuid(), gen_random_uuid(), 'served', gen_random_uuid(), now(), now() + interval '1 hour', false, 'k'),
+			(gen_random_uuid(), gen_random_uuid(), 'roomy', gen_random_uuid(), now(), now() + interval '1 hour', true, NULL),
+			(gen_random_uuid(), gen_random_uuid(), 'grace', gen_random_uuid(), now(), now() - interval '0.5 seconds', true, 'g')`,
 	} {
 		_, err := db.Exec(ctx, sql)
 		require.NoError(t, err)
@@ -33,7 +38,7 @@ func TestStatusMatchesTheFunction(t *testing.T) {
 	for _, registered := range []bool{false, true} {
 		if registered {
 			_, err := db.Exec(ctx, `INSERT INTO corotask.executors (executor_id, host, pid, version, task_types, concurrency, expires_at)
-				VALUES (gen_random_uuid(), 'h', 1, 'v', '{served,held,dry}', 1, now() + interval '1 hour'),
+				VALUES (gen_random_uuid(), 'h', 1, 'v', '{served,held,dry,roomy,grace}', 1, now() + interval '1 hour'),
 				       (gen_random_uuid(), 'h', 2, 'v', '{gone}', 1, now() - interval '1 hour')`)
 			require.NoError(t, err)
 		}
@@ -41,7 +46,9 @@ func TestStatusMatchesTheFunction(t *testing.T) {
 			`INSERT INTO corotask.tasks (task_id, root_id, task_type) VALUES (gen_random_uuid(), gen_random_uuid(), 'served'), (gen_random_uuid(), gen_random_uuid(), 'gone'), (gen_random_uuid(), gen_random_uuid(), 'other')`,
 			// Flow control: a paused type, a type at its maximum, a key at
 			// its limit, a rate limit without a token.
-			`INSERT INTO corotask.tasks (task_id, root_id, task_type) VALUES (gen_random_uuid(), gen_random_uuid(), 'paused'), (gen_random_uuid(), gen_random_uuid(), 'held'), (gen_random_uuid(), gen_random_uuid(), 'dry')`,
+			`INSERT INTO corotask.tasks (task_id, root_id, task_type) VALUES (gen_random_uuid(), gen_random_uuid(), 'paused'), (gen_random_uuid(), gen_random_uuid(), 'held'), (gen_random_uuid(), gen_random_uuid(), 'dry'),
+				(gen_random_uuid(), gen_random_uuid(), 'roomy'), (gen_random_uuid(), gen_random_uuid(), 'grace')`,
+			`INSERT INTO corotask.tasks (task_id, root_id, task_type, limit_key) VALUES (gen_random_uuid(), gen_random_uuid(), 'served', 'g')`,
 			`INSERT INTO corotask.tasks (task_id, root_id, task_type, limit_key) VALUES (gen_random_uuid(), gen_random_uuid(), 'served', 'k'),
 				(gen_random_uuid(), gen_random_uuid(), 'served', 'other'), (gen_random_uuid(), gen_random_uuid(), 'held', 'k'), (gen_random_uuid(), gen_random_uuid(), 'gone', 'k')`,
 			`INSERT INTO corotask.tasks (task_id, root_id, task_type, wake_at) VALUES (gen_random_uuid(), gen_random_uuid(), 'served', now() + interval '1 hour')`,
