@@ -22,13 +22,14 @@ import (
 //
 // It runs in a goroutine of Run's from the claim loop's start until it
 // ends: a claim made as ctx ends is given back, as the claim loop's is.
-// Errors are logged and retried after a backoff; a schema fault is recorded
-// for the claim loop, which stops Run.
+// A claim whose connection was severed is tried again at once, other
+// errors are logged and retried after a backoff, as the claim loop does; a
+// schema fault is recorded for the claim loop, which stops Run.
 func (e *Executor) priorityLane(ctx context.Context) {
 	v := e.env
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	failures := 0
+	failures, severed := 0, 0
 	for {
 		if ctx.Err() != nil || v.schema.faulted.Load() {
 			return
@@ -46,12 +47,18 @@ func (e *Executor) priorityLane(ctx context.Context) {
 				return
 			case v.schema.fault(err):
 				return
+			case v.atOnce(err, severed+1):
+				// As the claim loop does: another connection most likely
+				// works.
+				severed++
+				v.log.Warn("corotask: priority claim's connection was severed; retrying at once", "error", err)
+				continue
 			case err != nil:
 				failures++
 				wait = backoff(v.cfg.PollInterval/4, v.cfg.PollInterval*10, failures)
 				v.log.Error("corotask: priority claim failed; retrying", "error", err, "retry_in", wait)
 			default:
-				failures = 0
+				failures, severed = 0, 0
 				e.startClaimed(got)
 				if len(got) == req.total {
 					continue // there may be more
