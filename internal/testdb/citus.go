@@ -25,6 +25,10 @@ import (
 // scripts/citus/cluster.sh start prints one). Without it, those tests skip.
 const CitusEnv = "COROTASK_CITUS_URL"
 
+// citusSetupLock is the key of the advisory lock, in the coordinator's
+// postgres database, that serializes the tests' setups.
+const citusSetupLock = 7165071355189228396
+
 // Citus gives the test a database of its own on the Citus cluster that
 // COROTASK_CITUS_URL names: created on the coordinator and on every active
 // worker with the citus extension, the nodes registered in it, migrated,
@@ -70,6 +74,17 @@ func Citus(t testing.TB) *pgxpool.Pool {
 			}
 		}
 	})
+	// One test's database is set up at a time, across processes: two
+	// registering their nodes at once have had a worker's connection fail
+	// ("failure on connection marked as essential").
+	setup, err := pgx.Connect(ctx, at(nodes[0], "postgres"))
+	if err != nil {
+		t.Fatalf("%s: %v", CitusEnv, err)
+	}
+	defer setup.Close(context.Background()) // ends the session, and its lock
+	if _, err := setup.Exec(ctx, `SELECT pg_advisory_lock($1)`, citusSetupLock); err != nil {
+		t.Fatalf("%s: wait for the other tests' setups: %v", CitusEnv, err)
+	}
 	for _, node := range nodes {
 		if err := citusExec(ctx, at(node, "postgres"), `CREATE DATABASE `+name); err != nil {
 			t.Fatalf("create %s on %s: %v", name, node, err)
