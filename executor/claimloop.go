@@ -16,7 +16,7 @@ func (e *Executor) claimLoop(ctx context.Context) error {
 	v := e.env
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	failures, severed := 0, 0
+	var retries claimRetries
 	for {
 		select {
 		case <-ctx.Done():
@@ -31,7 +31,7 @@ func (e *Executor) claimLoop(ctx context.Context) error {
 			var got []*claimed
 			var next time.Time
 			var err error
-			if failures > 0 {
+			if retries.failures > 0 {
 				// After failed claims (a lost connection, a restarted
 				// server, a failover), the schema is checked again.
 				err = v.schema.check(ctx, v.pool)
@@ -64,19 +64,13 @@ func (e *Executor) claimLoop(ctx context.Context) error {
 				return nil
 			case v.schema.fault(err):
 				continue
-			case v.atOnce(err, severed+1):
-				// The pool's connection was gone (a killed backend, a
-				// pooler's restart): another one most likely works.
-				failures++
-				severed++
-				v.log.Warn("corotask: claim's connection was severed; retrying at once", "error", err)
-				continue
 			case err != nil:
-				failures++
-				wait = backoff(v.cfg.PollInterval/4, v.cfg.PollInterval*10, failures)
-				v.log.Error("corotask: claim failed; retrying", "error", err, "retry_in", wait)
+				var atOnce bool
+				if wait, atOnce = retries.failed(v, err, "claim"); atOnce {
+					continue
+				}
 			default:
-				failures, severed = 0, 0
+				retries.succeeded()
 				e.startClaimed(got)
 				if len(got) == req.total {
 					continue // there may be more ready right now

@@ -29,7 +29,7 @@ func (e *Executor) priorityLane(ctx context.Context) {
 	v := e.env
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	failures, severed := 0, 0
+	var retries claimRetries
 	for {
 		if ctx.Err() != nil || v.schema.faulted.Load() {
 			return
@@ -47,18 +47,13 @@ func (e *Executor) priorityLane(ctx context.Context) {
 				return
 			case v.schema.fault(err):
 				return
-			case v.atOnce(err, severed+1):
-				// As the claim loop does: another connection most likely
-				// works.
-				severed++
-				v.log.Warn("corotask: priority claim's connection was severed; retrying at once", "error", err)
-				continue
 			case err != nil:
-				failures++
-				wait = backoff(v.cfg.PollInterval/4, v.cfg.PollInterval*10, failures)
-				v.log.Error("corotask: priority claim failed; retrying", "error", err, "retry_in", wait)
+				var atOnce bool
+				if wait, atOnce = retries.failed(v, err, "priority claim"); atOnce {
+					continue
+				}
 			default:
-				failures, severed = 0, 0
+				retries.succeeded()
 				e.startClaimed(got)
 				if len(got) == req.total {
 					continue // there may be more
