@@ -15,7 +15,8 @@ import (
 
 // On a Citus cluster, the reads of the Go API, the CLI and the UI work on
 // the distributed tables: a task with its inbox, lists, stats, executors,
-// history, flow controls and a tree.
+// history, flow controls and a tree; and the status an operator action's
+// refusal names.
 func TestCitusReads(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -54,6 +55,12 @@ func TestCitusReads(t *testing.T) {
 	require.NoError(t, err, "history")
 	_, _, err = tasks.LastHistory(ctx, db, ids[0], 5)
 	require.NoError(t, err, "last history")
+	// An operator action refused names the task's status (corotask.status,
+	// which reads the controls of its type and key on the coordinator).
+	err = tasks.Restart(ctx, db, ids[1])
+	require.ErrorIs(t, err, tasks.ErrWrongStatus)
+	require.ErrorContains(t, err, "it is ready")
+
 	controls, err := tasks.Controls(ctx, db)
 	require.NoError(t, err, "controls")
 	require.Len(t, controls.Types, 1)

@@ -35,11 +35,9 @@ var (
 var statusFlow = []struct{ in, out string }{
 	{`EXISTS (SELECT 1 FROM corotask.type_controls c WHERE c.task_type = t.task_type AND c.paused_at IS NOT NULL)`,
 		`t.task_type = ANY (s.paused)`},
-	{`EXISTS (SELECT 1 FROM corotask.type_controls c WHERE c.task_type = t.task_type AND corotask.type_held(c))`,
+	{`corotask.type_held_now(t.task_type)`,
 		`t.task_type = ANY (s.held)`},
-	{`t.limit_key IS NOT NULL
-             AND EXISTS (SELECT 1 FROM corotask.type_controls c
-                         WHERE c.task_type = t.task_type AND c.key_space IS NOT NULL AND corotask.key_full(c.key_space, t.limit_key))`,
+	{`t.limit_key IS NOT NULL AND corotask.key_full_now(t.task_type, t.limit_key)`,
 		`(t.task_type, t.limit_key) = ANY (s.full_keys)`},
 }
 

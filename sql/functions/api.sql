@@ -122,6 +122,66 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
                   LIMIT k.max_running) n))
 $$;
 
+-- type_held_now says whether the controls of type p_type, if it has any,
+-- hold back every ready task of it, as type_held says of them; and
+-- key_full_now whether limit key p_key runs the maximum of the key space of
+-- type p_type, if it counts in one, as key_full says. status() calls them.
+-- They read the controls into variables first, in plpgsql: on Citus, where
+-- the controls are reference tables, a function of a table's row type
+-- cannot be called on their rows on a worker (whose rows are of the shard's
+-- row type), and a LANGUAGE sql function's statements with parameters are
+-- not planned. (type_held and key_full stay for the reads of builds of
+-- release 17 and before.)
+CREATE OR REPLACE FUNCTION corotask.type_held_now(p_type text) RETURNS boolean
+LANGUAGE plpgsql STABLE SET search_path = '' AS $$
+DECLARE
+    c corotask.type_controls;
+    l corotask.rate_limits;
+    running bigint;
+BEGIN
+    SELECT * INTO c FROM corotask.type_controls WHERE task_type = p_type;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF c.max_running IS NOT NULL THEN
+        SELECT count(*) INTO running FROM (
+            SELECT 1 FROM corotask.tasks r
+            WHERE r.task_type = p_type AND r.claim IS NOT NULL AND r.counted
+              AND r.claim_expires_at >= corotask.now() - interval '1 second'
+            LIMIT c.max_running) n;
+        IF running >= c.max_running THEN
+            RETURN true;
+        END IF;
+    END IF;
+    SELECT * INTO l FROM corotask.rate_limits WHERE name = c.rate_limit;
+    RETURN FOUND AND corotask.rate_limit_tokens(l, corotask.now()) < 1;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION corotask.key_full_now(p_type text, p_key text) RETURNS boolean
+LANGUAGE plpgsql STABLE SET search_path = '' AS $$
+DECLARE
+    space text;
+    most integer;
+    types text[];
+    running bigint;
+BEGIN
+    SELECT c.key_space, k.max_running INTO space, most
+    FROM corotask.type_controls c JOIN corotask.key_limits k ON k.key_space = c.key_space
+    WHERE c.task_type = p_type;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    types := ARRAY(SELECT x.task_type FROM corotask.type_controls x WHERE x.key_space = space);
+    SELECT count(*) INTO running FROM (
+        SELECT 1 FROM corotask.tasks r
+        WHERE r.limit_key = p_key AND r.task_type = ANY (types) AND r.claim IS NOT NULL
+          AND r.claim_expires_at >= corotask.now() - interval '1 second'
+        LIMIT most) n;
+    RETURN running >= most;
+END
+$$;
+
 -- The derived status of a task, as the Go API and the CLI report it. A task
 -- is running exactly when it holds a claim; 'stale' when that claim has
 -- expired (its executor died or stalled: another executor will take it
@@ -133,11 +193,11 @@ $$;
 -- A ready task waits on flow control (corotask.type_controls) when its type
 -- is paused ('paused', before 'unserved': the pause is why nothing claims
 -- it), or, served, when its type runs its max_running counted claims or its
--- rate limit holds no whole token (type_held), or its limit_key runs its
--- key space's max_running claims (key_full) ('limited'). A task whose type
--- has no type_controls row costs a probe or two of that table's primary
--- key and counts nothing; the counts of a controlled type stop at its
--- limit. internal/query's Status, generated from this CASE, reads the
+-- rate limit holds no whole token (type_held_now), or its limit_key runs
+-- its key space's max_running claims (key_full_now) ('limited'). A task
+-- whose type has no type_controls row costs a probe or two of that table's
+-- primary key and counts nothing; the counts of a controlled type stop at
+-- its limit. internal/query's Status, generated from this CASE, reads the
 -- types and keys held back once per statement instead (see Served).
 CREATE OR REPLACE FUNCTION corotask.status(t corotask.tasks) RETURNS text
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
@@ -152,10 +212,8 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
         WHEN EXISTS (SELECT 1 FROM corotask.executors)
              AND NOT EXISTS (SELECT 1 FROM corotask.executors e
                              WHERE e.expires_at > now() AND t.task_type = ANY (e.task_types)) THEN 'unserved'
-        WHEN EXISTS (SELECT 1 FROM corotask.type_controls c WHERE c.task_type = t.task_type AND corotask.type_held(c)) THEN 'limited'
-        WHEN t.limit_key IS NOT NULL
-             AND EXISTS (SELECT 1 FROM corotask.type_controls c
-                         WHERE c.task_type = t.task_type AND c.key_space IS NOT NULL AND corotask.key_full(c.key_space, t.limit_key)) THEN 'limited'
+        WHEN corotask.type_held_now(t.task_type) THEN 'limited'
+        WHEN t.limit_key IS NOT NULL AND corotask.key_full_now(t.task_type, t.limit_key) THEN 'limited'
         ELSE 'ready'
     END
 $$;
