@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/inbox"
@@ -169,17 +168,6 @@ func TestSendToKeyRaceCreatesOneTask(t *testing.T) {
 	require.Equal(t, senders, task.InboxLen)
 }
 
-// waitForLockWait waits until a session of db waits for a lock.
-func waitForLockWait(t *testing.T, db *pgxpool.Pool) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		var n int
-		require.NoError(t, db.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
-		return n > 0
-	}, time.Minute, time.Millisecond)
-}
-
 // A sender whose key another transaction is creating waits for it: when
 // that one commits, the message goes to its task; when it rolls back, the
 // waiting sender creates the task itself.
@@ -205,7 +193,7 @@ func TestSendToKeyWaitsForAConcurrentCreation(t *testing.T) {
 				id, err := inbox.SendToKey(ctx, db, "counter", "k", "second", nil)
 				second <- result{id, err}
 			}()
-			waitForLockWait(t, db)
+			testdb.WaitForLockWait(t, db)
 			if commit {
 				require.NoError(t, first.Commit(ctx))
 			} else {
@@ -287,7 +275,7 @@ func TestSendToKeyWhileItsTaskEnds(t *testing.T) {
 		id, err := inbox.SendToKey(ctx, db, "counter", "k", "second", nil)
 		sent <- result{id, err}
 	}()
-	waitForLockWait(t, db) // on the task's row, which the cancel holds
+	testdb.WaitForLockWait(t, db) // on the task's row, which the cancel holds
 	require.NoError(t, ending.Commit(ctx))
 	r := <-sent
 	require.NoError(t, r.err)

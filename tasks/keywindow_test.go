@@ -101,7 +101,7 @@ func TestKeyWindowCreateRacingTheEnd(t *testing.T) {
 		_, err := tasks.Create(ctx, db, tasks.Spec{Type: "order", Key: "k"})
 		created <- err
 	}()
-	waitForLockWait(t, db)
+	testdb.WaitForLockWait(t, db)
 	require.NoError(t, tx.Commit(ctx))
 	err = <-created
 	var exists *tasks.ExistsError

@@ -315,7 +315,7 @@ func TestCancelWaitsForChildrenBeingCreated(t *testing.T) {
 
 	canceled := make(chan error, 1)
 	go func() { canceled <- tasks.Cancel(ctx, db, p2) }()
-	waitForLockWait(t, db)
+	testdb.WaitForLockWait(t, db)
 	select {
 	case err := <-canceled:
 		t.Fatalf("cancel of the second parent did not wait for its child's creation: %v", err)
@@ -329,17 +329,6 @@ func TestCancelWaitsForChildrenBeingCreated(t *testing.T) {
 	kid, err = tasks.Get(ctx, db, kids[0])
 	require.NoError(t, err)
 	require.Equal(t, tasks.StatusReady, kid.Status)
-}
-
-// waitForLockWait waits until some session of this database waits on a lock.
-func waitForLockWait(t *testing.T, db tasks.DB) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		var n int
-		require.NoError(t, db.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
-		return n > 0
-	}, testdb.Patience, 5*time.Millisecond)
 }
 
 func TestZeroIDs(t *testing.T) {

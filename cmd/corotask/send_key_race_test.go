@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -27,12 +26,7 @@ func TestSendByKeyWhileItsTaskEnds(t *testing.T) {
 
 	sent := make(chan result, 1)
 	go func() { sent <- c.run("send", "--type", "orders.checkout", "--key", "k", `"paid"`) }()
-	require.Eventually(t, func() bool { // the send waits for the task's row
-		var n int
-		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
-		return n > 0
-	}, time.Minute, time.Millisecond)
+	testdb.WaitForLockWait(t, db) // the send waits for the task's row
 	require.NoError(t, ending.Commit(ctx))
 
 	r := <-sent

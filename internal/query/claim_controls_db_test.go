@@ -5,10 +5,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/internal/query"
@@ -193,7 +191,7 @@ func TestSharedClaimsTogetherStayWithinTheMaximum(t *testing.T) {
 		case c.pollOnce:
 			// Held exclusive, it waits for the first's shared locks: it
 			// has not claimed until the first commits.
-			waitForLock(t, db)
+			testdb.WaitForLockWait(t, db)
 			require.Empty(t, claimed)
 			require.NoError(t, first.Commit(ctx))
 			require.Equal(t, "false", <-claimed)
@@ -210,15 +208,4 @@ func TestSharedClaimsTogetherStayWithinTheMaximum(t *testing.T) {
 		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks WHERE task_type = 'far' AND claim IS NOT NULL AND counted`).Scan(&running))
 		require.Equal(t, c.want, running, "%d running before", c.running)
 	}
-}
-
-// waitForLock waits until a session of db waits for a lock.
-func waitForLock(t *testing.T, db *pgxpool.Pool) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		var n int
-		require.NoError(t, db.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
-		return n > 0
-	}, testdb.Patience, 10*time.Millisecond, "waiting for a session to wait for a lock")
 }
