@@ -76,6 +76,25 @@ func (e *Executor) priorityLane(ctx context.Context) {
 	}
 }
 
+// startPriorityLane runs priorityLane in a goroutine of its own, with
+// Config.PrioritySlots, and returns a function that stops it and waits for
+// it to return (its claim in flight made).
+func (e *Executor) startPriorityLane(ctx context.Context) (stop func()) {
+	if e.env.cfg.PrioritySlots == 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.priorityLane(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // laneFloors are the floors of a priority lane's claim, for its n types:
 // beyond every ready task, so that its search of priority 0 reads nothing
 // (see query.Claim's $10).

@@ -78,17 +78,9 @@ func (e *Executor) Run(ctx context.Context) error {
 		}
 		t.Stop()
 	}
-	laneDone := make(chan struct{})
-	laneCtx, stopLane := context.WithCancel(ctx)
-	go func() {
-		defer close(laneDone)
-		if v.cfg.PrioritySlots > 0 {
-			e.priorityLane(laneCtx)
-		}
-	}()
+	stopLane := e.startPriorityLane(ctx)
 	stopErr := e.claimLoop(ctx)
 	stopLane()
-	<-laneDone
 	e.polls.stop()
 	v.log.Info("corotask: executor stopping", "in_flight", e.slots.count())
 	e.polls.drain(v.cfg.ShutdownTimeout)

@@ -173,23 +173,36 @@ func (s *slots) take(c *claimed) (f, old *flight, run bool) {
 	// Else any earlier flight of the task has returned and its outcome is
 	// written (the task was claimed without a takeover, so its claim was
 	// gone): its goroutine is only forgetting it, and leaves this claim be.
-	if c.lane && s.lane < s.cfg.PrioritySlots && !s.typeFull(c.typ) {
-		f := s.newFlight(c)
-		f.lane = true
-		s.lane++
-		s.perType[c.typ]++
+	f = s.newFlight(c)
+	if s.seat(f) {
 		return f, nil, true
 	}
-	if s.polling >= s.cfg.Concurrency || s.typeFull(c.typ) {
-		f := s.newFlight(c)
-		s.waiting = append(s.waiting, f)
-		s.waitingPerType[c.typ]++
-		// Renewed from now on; under s.mu, so that the flight cannot start,
-		// end and be removed from the keeper before it is added.
-		s.beats.add(c, c.claimedAt, f.cancel)
-		return f, nil, false
+	s.waiting = append(s.waiting, f)
+	s.waitingPerType[c.typ]++
+	// Renewed from now on; under s.mu, so that the flight cannot start,
+	// end and be removed from the keeper before it is added.
+	s.beats.add(c, c.claimedAt, f.cancel)
+	return f, nil, false
+}
+
+// seat counts f's poll as running in a free slot, if there is one within
+// its type's MaxConcurrency: a priority slot for a task the priority lane
+// claimed, while one is free, else one of Concurrency. s.mu is held.
+func (s *slots) seat(f *flight) bool {
+	if s.typeFull(f.c.typ) {
+		return false
 	}
-	return s.admit(c), nil, true
+	switch {
+	case f.c.lane && s.lane < s.cfg.PrioritySlots:
+		f.lane = true
+		s.lane++
+	case s.polling < s.cfg.Concurrency:
+		s.polling++
+	default:
+		return false
+	}
+	s.perType[f.c.typ]++
+	return true
 }
 
 // typeFull reports whether typ's polls are at its MaxConcurrency. s.mu is
@@ -234,16 +247,7 @@ func (s *slots) takeWaiting() (run, gone []*flight) {
 				delete(s.inflight, f.c.id)
 			}
 			gone = append(gone, f)
-		case f.c.lane && s.lane < s.cfg.PrioritySlots && !s.typeFull(f.c.typ):
-			// Claimed by the priority lane, and held back by its type's
-			// MaxConcurrency: a priority slot is its own.
-			f.lane = true
-			s.lane++
-			s.perType[f.c.typ]++
-			run = append(run, f)
-		case s.polling < s.cfg.Concurrency && !s.typeFull(f.c.typ):
-			s.polling++
-			s.perType[f.c.typ]++
+		case s.seat(f):
 			run = append(run, f)
 		default:
 			kept = append(kept, f)
