@@ -83,6 +83,11 @@ DECLARE
     completions jsonb[];  -- ... and their completion messages
     controlled text[] := '{}'; -- the types of eager children that have flow controls
     ready text[];         -- the types of the polled tasks left ready, then of the children created ready
+    -- The time is read once, and the sleeps' ends computed in input, not
+    -- in the UPDATE's CASE: Citus refuses a STABLE function or operator
+    -- (corotask.now(), timestamptz + interval) inside a CASE of an UPDATE
+    -- of a distributed table; a variable is a parameter of the statement.
+    v_now timestamptz := corotask.now();
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(p_actions) AS a
                WHERE a IS NULL OR a NOT IN ('yield', 'sleep', 'until', 'suspend', 'await', 'done')) THEN
@@ -124,7 +129,8 @@ BEGIN
     -- arrays, what the rest of the commit needs: the batch is handled as a
     -- set, not a row at a time.
     WITH input AS (
-        SELECT u.*, coalesce(jsonb_array_length(u.effects -> 'spawn'), 0) AS spawned
+        SELECT u.*, coalesce(jsonb_array_length(u.effects -> 'spawn'), 0) AS spawned,
+            v_now + make_interval(secs => u.sleep) AS sleep_at
         FROM unnest(p_tasks, p_claims, p_states, p_taken, p_actions, p_sleeps, p_ats, p_results, p_effects, p_history,
                     p_pop_from, p_pop_to)
             WITH ORDINALITY AS u(task_id, claim, state, taken, action, sleep, at, result, effects, history,
@@ -177,26 +183,28 @@ BEGIN
                 -- completion of a child that ended with a result (see
                 -- deliver_all); else the last child's completion wakes it.
                 WHEN u.action = 'await' THEN
-                    CASE WHEN t.live_children + u.spawned <= 0 OR t.next_wakes THEN corotask.now() END
+                    CASE WHEN t.live_children + u.spawned <= 0 OR t.next_wakes THEN v_now END
                 -- Messages that arrived during the poll make the task ready at once,
                 -- and keep it from ending.
-                WHEN t.inbox_next_len > 0 THEN corotask.now()
+                WHEN t.inbox_next_len > 0 THEN v_now
                 WHEN u.action = 'done' THEN NULL
-                WHEN u.action = 'yield' THEN corotask.now()
-                WHEN u.action = 'sleep' THEN corotask.now() + make_interval(secs => u.sleep)
+                WHEN u.action = 'yield' THEN v_now
+                WHEN u.action = 'sleep' THEN u.sleep_at
                 WHEN u.action = 'until' THEN u.at
             END,
-            done_at = CASE WHEN u.action = 'done' AND t.inbox_next_len = 0 THEN corotask.now() END,
+            done_at = CASE WHEN u.action = 'done' AND t.inbox_next_len = 0 THEN v_now END,
             outcome = CASE WHEN u.action = 'done' AND t.inbox_next_len = 0 THEN 'done' END,
             result = CASE WHEN u.action = 'done' AND t.inbox_next_len = 0 THEN u.result END
         FROM input u
         WHERE t.task_id = u.task_id AND t.claim = u.claim
         RETURNING t.task_id, t.root_id, t.parent_id, t.done_at IS NOT NULL AS ended, t.task_type,
-            corotask.is_ready(t.claim, t.done_at, t.wake_at, corotask.now()) AS ready,
+            corotask.is_ready(t.claim, t.done_at, t.wake_at, v_now) AS ready,
             u.action = 'done' AND t.done_at IS NULL AS superseded, u.result, u.effects, u.i,
             u.history, u.taken, u.pop_from, u.pop_to, u.action, u.spawned, t.attempts, t.claimed_by, t.claimed_at, t.wake_at,
-            coalesce(pg_column_size(t.inner_state), 0) AS state_bytes,
-            CASE WHEN u.history = 2 THEN t.inner_state END AS snapshot
+            -- The state as stored, whose size (and, with history 2, copy)
+            -- the history records: pg_column_size, STABLE, is refused in
+            -- the RETURNING of a distributed UPDATE.
+            t.inner_state AS stored_state
     ), recorded AS (
         INSERT INTO corotask.history (task_id, root_id, attempt, outcome, action, executor_id, claimed_at,
             popped, spawned, sent, state_bytes, state, wake_at)
@@ -205,7 +213,7 @@ BEGIN
             CASE WHEN c.superseded THEN 0 ELSE c.taken END,
             CASE WHEN c.superseded THEN 0 ELSE c.spawned END,
             CASE WHEN c.superseded THEN 0 ELSE jsonb_array_length(coalesce(c.effects -> 'send', '[]')) END,
-            c.state_bytes, c.snapshot, c.wake_at
+            coalesce(pg_column_size(c.stored_state), 0), CASE WHEN c.history = 2 THEN c.stored_state END, c.wake_at
         FROM committed c WHERE c.history > 0
     ), popped AS (
         DELETE FROM corotask.messages m USING committed c
@@ -349,6 +357,9 @@ SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS
 DECLARE
     n integer;
     ready_types text[];
+    -- Read once, not in the UPDATE's CASE (see commit_polls).
+    v_now timestamptz := corotask.now();
+    v_after timestamptz := corotask.now() + p_delay;
 BEGIN
     WITH released AS (
         UPDATE corotask.tasks t SET
@@ -360,12 +371,12 @@ BEGIN
             claim_expires_at = NULL,
             -- The reasons of the claim given back are the next poll's still.
             woke = ((t.woke >> 8) | t.woke) & 127,
-            wake_at = CASE WHEN p_delay > interval '0' THEN GREATEST(t.wake_at, corotask.now() + p_delay)
-                           ELSE LEAST(t.wake_at, corotask.now()) END
+            wake_at = CASE WHEN p_delay > interval '0' THEN GREATEST(t.wake_at, v_after)
+                           ELSE LEAST(t.wake_at, v_now) END
         FROM unnest(p_tasks, p_claims) AS c(task_id, claim)
         WHERE t.task_id = c.task_id AND t.claim = c.claim
         RETURNING t.task_id, t.root_id, t.attempts, t.claimed_by, t.claimed_at, t.wake_at, t.task_type,
-            corotask.is_ready(t.claim, t.done_at, t.wake_at, corotask.now()) AS ready
+            corotask.is_ready(t.claim, t.done_at, t.wake_at, v_now) AS ready
     ), recorded AS (
         INSERT INTO corotask.history (task_id, root_id, attempt, outcome, executor_id, claimed_at, wake_at)
         SELECT task_id, root_id, attempts, 'released', claimed_by, claimed_at, wake_at FROM released

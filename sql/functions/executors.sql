@@ -14,19 +14,25 @@ CREATE OR REPLACE FUNCTION corotask.executor_seen(
     p_expires_in  interval,
     p_keep        interval
 ) RETURNS void
-LANGUAGE sql SET search_path = '' AS $$
-    WITH gone AS (
-        DELETE FROM corotask.executors WHERE expires_at < now() - p_keep
-    )
-    INSERT INTO corotask.executors AS e (executor_id, host, pid, version, task_types, concurrency, expires_at)
-    VALUES (p_executor, p_host, p_pid, p_version, p_types, p_concurrency, now() + p_expires_in)
-    ON CONFLICT (executor_id) DO UPDATE SET last_seen = now(), expires_at = excluded.expires_at, stopped_at = NULL
+-- plpgsql, not sql: Citus cannot plan an sql function's statements with
+-- parameters on its reference table ("could not create distributed plan").
+LANGUAGE plpgsql SET search_path = '' AS $$
+BEGIN
+    DELETE FROM corotask.executors WHERE expires_at < now() - p_keep;
+    -- The update takes the times from the row offered (excluded): Citus
+    -- refuses now() in an upsert's SET.
+    INSERT INTO corotask.executors AS e (executor_id, host, pid, version, task_types, concurrency, last_seen, expires_at)
+    VALUES (p_executor, p_host, p_pid, p_version, p_types, p_concurrency, now(), now() + p_expires_in)
+    ON CONFLICT (executor_id) DO UPDATE SET last_seen = excluded.last_seen, expires_at = excluded.expires_at, stopped_at = NULL;
+END
 $$;
 
 -- executor_stopped marks an executor stopped, at the end of its graceful
 -- stop: it no longer serves its types.
 CREATE OR REPLACE FUNCTION corotask.executor_stopped(p_executor uuid) RETURNS void
-LANGUAGE sql SET search_path = '' AS $$
+LANGUAGE plpgsql SET search_path = '' AS $$
+BEGIN
     UPDATE corotask.executors SET stopped_at = now(), expires_at = now(), last_seen = now()
-    WHERE executor_id = p_executor
+    WHERE executor_id = p_executor;
+END
 $$;
