@@ -2,7 +2,6 @@ package sql_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -10,10 +9,11 @@ import (
 
 	"github.com/corotask/corotask/inbox"
 	"github.com/corotask/corotask/internal/testdb"
+	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/tasks"
 )
 
-// On a Citus cluster (COROTASK_CITUS_URL), scripts/citus/distribute.sql
+// On a Citus cluster (COROTASK_CITUS_URL), sql.Distribute
 // distributes tasks, messages and history by root_id, colocated, and makes
 // the small tables reference tables; run again, it changes nothing. Trees
 // created in one call, with their first messages and a message sent to
@@ -49,10 +49,7 @@ func TestCitusDistributesEachTreeWhole(t *testing.T) {
 		"corotask.executors": "reference", "corotask.type_controls": "reference", "corotask.key_limits": "reference",
 		"corotask.rate_limits": "reference", "corotask.key_windows": "reference", "corotask.control_history": "reference",
 	}, before)
-	script, err := os.ReadFile("../scripts/citus/distribute.sql")
-	require.NoError(t, err)
-	_, err = db.Exec(ctx, string(script))
-	require.NoError(t, err, "a second run")
+	require.NoError(t, corosql.Distribute(ctx, db), "a second run")
 	require.Equal(t, before, layout())
 
 	// Twenty trees of a root, two children (one with a message) and a
@@ -78,7 +75,7 @@ func TestCitusDistributesEachTreeWhole(t *testing.T) {
 		some = root
 		break
 	}
-	_, err = db.Exec(ctx, `SELECT corotask.operator_send($1, NULL, '"from an operator"')`, some)
+	_, err := db.Exec(ctx, `SELECT corotask.operator_send($1, NULL, '"from an operator"')`, some)
 	require.NoError(t, err)
 	var recorded int
 	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.history

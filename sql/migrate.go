@@ -185,8 +185,12 @@ func Migrate(ctx context.Context, db tasks.DB, opts ...Option) error {
 		if r.Migrations, r.Version, err = applyMigrations(ctx, tx, migrations); err != nil {
 			return err
 		}
-		r.Functions, err = applyFunctions(ctx, tx, functions, len(r.Migrations) > 0)
-		return err
+		if r.Functions, err = applyFunctions(ctx, tx, functions, len(r.Migrations) > 0); err != nil {
+			return err
+		}
+		// On Citus, this build's claim function, and the plan settings
+		// the functions just made need there.
+		return citusFunctions(ctx, tx, false)
 	})
 	if err != nil {
 		return err

@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -32,7 +30,7 @@ const citusSetupLock = 7165071355189228396
 // Citus gives the test a database of its own on the Citus cluster that
 // COROTASK_CITUS_URL names: created on the coordinator and on every active
 // worker with the citus extension, the nodes registered in it, migrated,
-// and distributed by scripts/citus/distribute.sql. It is dropped on every
+// and distributed by sql.Distribute. It is dropped on every
 // node when the test ends. It skips the test when COROTASK_CITUS_URL is
 // not set.
 func Citus(t testing.TB) *pgxpool.Pool {
@@ -100,11 +98,7 @@ func Citus(t testing.TB) *pgxpool.Pool {
 	if err := corosql.Migrate(ctx, pool); err != nil {
 		t.Fatalf("migrate %s: %v", name, err)
 	}
-	distribute, err := os.ReadFile(distributeFile())
-	if err != nil {
-		t.Fatalf("read the distribution script: %v", err)
-	}
-	if _, err := pool.Exec(ctx, string(distribute)); err != nil {
+	if err := corosql.Distribute(ctx, pool); err != nil {
 		t.Fatalf("distribute %s: %v", name, err)
 	}
 	return pool
@@ -176,10 +170,4 @@ func citusName() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return "corotask_citus_" + hex.EncodeToString(b)
-}
-
-// distributeFile is scripts/citus/distribute.sql of this module.
-func distributeFile() string {
-	_, here, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(here), "..", "..", "scripts", "citus", "distribute.sql")
 }

@@ -25,9 +25,9 @@ Commands:
                      database (--database); exit 3 when a node is stopped
   createdb DB        create DB on every node with the extension, register the
                      nodes in it, and print COROTASK_CITUS_URL for it
-  distribute DB      distribute the corotask schema of DB (migrated first with
-                     'corotask migrate') over the workers, with
-                     scripts/citus/distribute.sql; once is enough
+  distribute DB      migrate DB and distribute its corotask schema over the
+                     workers: 'corotask migrate --citus' (the binary \$COROTASK,
+                     else 'go run ./cmd/corotask' of this repository)
 
 Flags:
   --dir DIR          the cluster's directory (default \$COROTASK_CITUS_DIR);
@@ -53,8 +53,7 @@ on every node and the nodes are registered in each one.
 
 Example:
   export "\$($prog start --dir /tmp/citus)"   # sets COROTASK_CITUS_URL
-  corotask migrate --database-url "\$COROTASK_CITUS_URL"
-  $prog distribute --dir /tmp/citus corotask
+  $prog distribute --dir /tmp/citus corotask   # corotask migrate --citus
   $prog status --dir /tmp/citus
   $prog stop --dir /tmp/citus && rm -rf /tmp/citus
 EOF
@@ -410,10 +409,14 @@ cmd_createdb() {
 cmd_distribute() {
 	load_shape
 	node_running coordinator || die "the coordinator is not running: run '$prog start --dir $dir' first"
-	local script
-	script=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/distribute.sql
-	[ -f "$script" ] || die "$script is missing"
-	psql_node coordinator "$database" -f "$script" || die "distributing $database failed (see above)"
+	local url root
+	url="postgres://postgres@127.0.0.1:$(node_port coordinator)/$database"
+	root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	if [ -n "${COROTASK:-}" ]; then
+		"$COROTASK" migrate --citus --database-url "$url"
+	else
+		(cd "$root" && go run ./cmd/corotask migrate --citus --database-url "$url")
+	fi || die "distributing $database failed (see above)"
 }
 
 "cmd_$command"

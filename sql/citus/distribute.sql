@@ -1,16 +1,10 @@
--- Distributes a migrated corotask schema over a Citus cluster, once: run it
--- on the coordinator, in the database that `corotask migrate` made ready
--- (schema version 16 or later), after the database exists on every node
--- with the citus extension and the nodes are registered in it (what
--- scripts/citus/cluster.sh start and createdb do; `cluster.sh distribute`
--- runs this file).
---
---   psql -v ON_ERROR_STOP=1 -d "$COROTASK_CITUS_URL" -f scripts/citus/distribute.sql
---
--- NOT YET A DEPLOYMENT: the executor's claims and commits, and most
--- operator statements, do not yet run on the distributed tables (see
--- docs/scaling.md, "Citus"). This is the layout they are being made ready
--- for, and what the Citus tests run against.
+-- Distributes a migrated corotask schema over a Citus cluster, once:
+-- sql.Distribute runs it (`corotask migrate --citus`), on the coordinator,
+-- in the database that `corotask migrate` made ready (schema version 16 or
+-- later), after the database exists on every node with the citus extension
+-- and the nodes are registered in it (what scripts/citus/cluster.sh start
+-- and createdb do). sql.Distribute then makes the executor's claim
+-- function (see internal/query/citus.go), which this file does not.
 --
 -- What it does, in one transaction:
 --   - corotask.tasks, corotask.messages and corotask.history are
@@ -27,7 +21,7 @@
 --     reference tables, copied to every node.
 --
 -- Run twice, it finds the tables distributed and changes nothing. It is
--- plain SQL (no psql commands), so that programs and tests can run it too.
+-- plain SQL (no psql commands).
 
 BEGIN;
 

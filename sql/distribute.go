@@ -1,0 +1,60 @@
+package sql
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/corotask/corotask/internal/query"
+	"github.com/corotask/corotask/tasks"
+)
+
+//go:embed citus/distribute.sql
+var distributeSQL string
+
+// Distribute spreads a migrated database over a Citus cluster, once: db is
+// the coordinator's database, with the citus extension on every node and
+// the nodes registered in it (scripts/citus/cluster.sh makes such a
+// cluster). It distributes the tasks, their messages and their history by
+// the root of each workflow tree (sql/citus/distribute.sql says what it
+// changes), then makes the functions an executor claims with there (see
+// docs/scaling.md, "Citus"). Run again, it finds the tables distributed and
+// makes the functions again. Migrate does the latter by itself on a
+// distributed database.
+func Distribute(ctx context.Context, db tasks.DB) error {
+	if _, err := db.Exec(ctx, distributeSQL); err != nil {
+		return fmt.Errorf("distribute the schema: %w", err)
+	}
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		return citusFunctions(ctx, tx, true)
+	})
+}
+
+// citusFunctions makes, on a database whose tasks are distributed, the
+// functions an executor needs there (query.ClaimShardFunctions): those of
+// this build's claim, and the plan settings Citus needs of the functions
+// Migrate has just made again. Unless must, it does nothing on a database
+// that is not distributed.
+func citusFunctions(ctx context.Context, tx pgx.Tx, must bool) error {
+	var citus, distributed bool
+	if err := tx.QueryRow(ctx, query.CitusInstalled).Scan(&citus); err != nil {
+		return fmt.Errorf("look for the citus extension: %w", err)
+	}
+	if citus {
+		if err := tx.QueryRow(ctx, query.CitusDistributed).Scan(&distributed); err != nil {
+			return fmt.Errorf("look for the distribution of corotask.tasks: %w", err)
+		}
+	}
+	if !distributed {
+		if must {
+			return fmt.Errorf("corotask.tasks is not distributed after the distribution")
+		}
+		return nil
+	}
+	if _, err := tx.Exec(ctx, query.ClaimShardFunctions()); err != nil {
+		return fmt.Errorf("make the claim functions of a distributed database: %w", err)
+	}
+	return nil
+}
