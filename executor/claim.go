@@ -100,6 +100,9 @@ func (cl *claimer) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 // claimWith is claim, by ClaimControlled (after ClaimControls) when
 // controlled, else by Claim.
 func (cl *claimer) claimWith(ctx context.Context, req claimRequest, controlled bool) ([]*claimed, time.Time, error) {
+	if cl.distribution.citus.Load() {
+		return cl.claimShards(ctx, req)
+	}
 	floors := &cl.floors
 	at := time.Now()
 	var from []pgtype.Timestamptz

@@ -25,6 +25,8 @@ type env struct {
 	canceled *canceledPolls
 	// controlled is the types with flow controls, as the last claim found them.
 	controlled *controlledTypes
+	// distribution is whether the tasks are distributed by Citus.
+	distribution *distribution
 	// severedRetries bounds atOnce. Evaluated on first use: tests make
 	// executors on pools that were never opened.
 	severedRetries func() int

@@ -122,6 +122,7 @@ func newExecutor(pool *pgxpool.Pool, cfg Config) *Executor {
 		pollers:        newPollers(),
 		canceled:       &canceledPolls{log: cfg.Logger},
 		controlled:     &controlledTypes{},
+		distribution:   &distribution{},
 		severedRetries: sync.OnceValue(func() int { return int(pool.Config().MaxConns) + 1 }),
 		wake:           make(chan struct{}, 1),
 	}

@@ -87,6 +87,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	svcs.stop()
 	v.canceled.flush()
 	v.pollers.end()
+	v.distribution.close()
 	v.log.Info("corotask: executor stopped")
 	return stopErr
 }
@@ -120,6 +121,10 @@ func (e *Executor) startChecked(ctx context.Context) error {
 	v.schema.reset()
 	for attempt := 1; ; attempt++ {
 		err := v.schema.check(ctx, v.pool)
+		if err == nil {
+			err = v.distribution.detect(ctx, v.pool)
+			e.beats.keeper.SetDistributed(v.distribution.citus.Load())
+		}
 		if err == nil || ctx.Err() != nil || !dberr.Unreachable(err) {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,6 +37,13 @@ type Config struct {
 	// many claims it renewed, how long it took and its error.
 	Renewed func(ctx context.Context, claims int, took time.Duration, err error)
 }
+
+// SetDistributed tells the Keeper whether the tasks are distributed by
+// Citus (see docs/scaling.md, "Citus"). Citus runs FOR UPDATE SKIP LOCKED
+// only on one shard, and a renewal covers claims on every shard: there it
+// is one UPDATE that waits for the rows another transaction holds (the
+// poll's own commit, most likely) instead of passing over them.
+func (k *Keeper) SetDistributed(on bool) { k.distributed.Store(on) }
 
 // Claim identifies one claim on one task.
 type Claim struct {
@@ -66,9 +74,12 @@ type Keeper struct {
 	// renewal reuses: the claims it sends and the set of those renewed.
 	renewing sync.Mutex
 	conn     *pgx.Conn
-	ids      uuids
-	tokens   uuids
-	renewed  map[tasks.ID]bool
+	// distributed makes renewals wait for the rows others hold (see
+	// SetDistributed).
+	distributed atomic.Bool
+	ids         uuids
+	tokens      uuids
+	renewed     map[tasks.ID]bool
 }
 
 // New returns a Keeper renewing claims through db. Through a pool, a renewal
@@ -253,13 +264,17 @@ func (k *Keeper) Renew(ctx context.Context) error {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	renewed := k.renewed
-	err := k.collect(ctx, renewed, query.HeartbeatRenew, ids, tokens, k.cfg.Timeout.Seconds())
+	renew := query.HeartbeatRenew
+	if k.distributed.Load() {
+		renew = query.HeartbeatRenewWaiting
+	}
+	err := k.collect(ctx, renewed, renew, ids, tokens, k.cfg.Timeout.Seconds())
 	for tries := 1; err != nil && dberr.Severed(err) && ctx.Err() == nil && tries <= severedRetries; tries++ {
 		// The connection was killed while it waited for this renewal (an
 		// idle-session killer, a pooler's restart): at once on a new one.
 		k.dropConn()
 		clear(renewed)
-		err = k.collect(ctx, renewed, query.HeartbeatRenew, ids, tokens, k.cfg.Timeout.Seconds())
+		err = k.collect(ctx, renewed, renew, ids, tokens, k.cfg.Timeout.Seconds())
 	}
 	var held, canceled map[tasks.ID]bool
 	if err == nil && len(renewed) < len(ids) {

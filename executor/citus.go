@@ -1,0 +1,307 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
+	"github.com/corotask/corotask/tasks"
+)
+
+// distribution is whether the database's tasks are distributed by Citus
+// (sql.Distribute), as Run or PollOnce found it when it started: the claim
+// is then made shard by shard (claimShards), on connections of its own.
+// Everything else an executor sends runs there as it is, planned by the
+// coordinator.
+//
+// Why connections of their own: Citus 13.2 runs a call of claim_shard on
+// the worker that holds the shard only in a session that has not yet run a
+// statement such as commit_polls' (a function whose modifying CTEs the
+// coordinator plans in steps); after one, the session runs every such call
+// on the coordinator, which holds no shard ("not pushing down function calls
+// in CTEs or Subqueries"). Claims therefore never share a session with
+// commits.
+type distribution struct {
+	citus atomic.Bool
+
+	mu sync.Mutex
+	// claims is the claims' pool: two connections (the claim loop's, the
+	// priority lane's), opened with the executor's pool's settings. Closed
+	// when Run returns; PollOnce keeps it for its next call.
+	claims *pgxpool.Pool
+}
+
+// pool returns the claims' pool, opening it at first use.
+func (d *distribution) pool(ctx context.Context, main *pgxpool.Pool) (*pgxpool.Pool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.claims != nil {
+		return d.claims, nil
+	}
+	cfg := main.Config().Copy()
+	cfg.MaxConns, cfg.MinConns = 2, 0
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open the claims' connections: %w", err)
+	}
+	d.claims = p
+	return p, nil
+}
+
+// close closes the claims' pool, if open.
+func (d *distribution) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.claims != nil {
+		d.claims.Close()
+		d.claims = nil
+	}
+}
+
+// detect reads whether the tasks are distributed, and refuses a distributed
+// database without this build's claim function (a database distributed,
+// or migrated last, by another build: sql.Migrate makes it).
+func (d *distribution) detect(ctx context.Context, db tasks.DB) error {
+	var installed, distributed, claims bool
+	if err := db.QueryRow(ctx, query.CitusInstalled).Scan(&installed); err != nil {
+		return fmt.Errorf("look for the citus extension: %w", dberr.Translate(err))
+	}
+	if installed {
+		if err := db.QueryRow(ctx, query.CitusDistributed).Scan(&distributed); err != nil {
+			return fmt.Errorf("look for the distribution of corotask.tasks: %w", dberr.Translate(err))
+		}
+	}
+	if distributed {
+		if err := db.QueryRow(ctx, query.ClaimShardExists()).Scan(&claims); err != nil {
+			return fmt.Errorf("look for the claim function of this build: %w", dberr.Translate(err))
+		}
+		if !claims {
+			return fmt.Errorf("executor: the tasks are distributed by Citus, but the database lacks this build's claim function: run corotask migrate (or sql.Migrate) with this build")
+		}
+	}
+	d.citus.Store(distributed)
+	return nil
+}
+
+// shardRoot is a root of a tree with work on a shard, and the shard.
+type shardRoot struct {
+	shard int64
+	root  tasks.ID
+}
+
+// claimShards is claim on a distributed database: it reads which shards
+// hold the first ready tasks of req's types (and, when req.stale, their
+// expired claims), then claims on each of those shards in turn, by
+// query.ClaimShard with a root of it, until req is filled. Each shard's
+// claim is a transaction on its worker alone. Types with flow controls are
+// not claimed (their limits would need the counts of every shard): the
+// first claim that meets one says so in the log, and leaves them out from
+// then on. The floors of readyFloors are not used: each search reads from
+// a shard's oldest ready task.
+func (cl *claimer) claimShards(ctx context.Context, req claimRequest) ([]*claimed, time.Time, error) {
+	at := time.Now()
+	if req.stale && cl.controlled.any() {
+		// Controls cleared since are seen once per PollInterval.
+		cl.learnControlled(ctx, req.all)
+	}
+	req = cl.withoutControlled(req)
+	if req.total == 0 {
+		return nil, time.Time{}, nil
+	}
+	var from []pgtype.Timestamptz
+	var minPriority int16
+	if req.lane {
+		from, minPriority = laneFloors(len(req.all)), 1
+	}
+	pool, err := cl.distribution.pool(ctx, cl.pool)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	roots, next, err := cl.shardsWithWork(ctx, pool, req, minPriority)
+	if err != nil {
+		cl.hooks.claimDone(ctx, at, &req, 0, err)
+		return nil, time.Time{}, fmt.Errorf("claim: %w", dberr.Translate(err))
+	}
+	var out []*claimed
+	for _, r := range roots {
+		if req.total == 0 {
+			break
+		}
+		res, err := cl.claimOnShard(ctx, pool, r.root, req, from, at)
+		if err != nil {
+			if len(out) > 0 {
+				// What the shards before took is claimed: poll it.
+				cl.log.Warn("corotask: claim on a shard", "shard", r.shard, "error", err)
+				break
+			}
+			return nil, time.Time{}, err
+		}
+		if res.gainedControls {
+			cl.learnControlled(ctx, req.all)
+			break
+		}
+		for i, c := range res.claimed {
+			c.lane = req.lane
+			if !res.takenOver[i] || !cl.exhausted(c) {
+				out = append(out, c)
+				continue
+			}
+			if err := cl.failClaimed(ctx, c); err != nil {
+				cl.log.Error("corotask: end task whose polls keep stopping executors", "task", c.id, "type", c.typ, "error", err)
+			}
+		}
+		if !res.next.IsZero() && (next.IsZero() || res.next.Before(next)) {
+			next = res.next
+		}
+		req = req.less(res.claimed)
+	}
+	return out, next, nil
+}
+
+// shardsWithWork is the first read of claimShards: a root of each shard
+// that holds work for req, in the order of the work (priority, then age;
+// expired claims after), and the earliest future wake_at of req's types.
+func (cl *claimer) shardsWithWork(ctx context.Context, pool *pgxpool.Pool, req claimRequest, minPriority int16) ([]shardRoot, time.Time, error) {
+	b := &pgx.Batch{}
+	b.Queue(query.CitusShardsWithWork, req.all, req.total, req.stale, minPriority)
+	b.Queue(query.CitusNextWake, req.all)
+	br := pool.SendBatch(ctx, b)
+	defer br.Close()
+	rows, err := br.Query()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	var roots []shardRoot
+	seen := map[int64]bool{}
+	for rows.Next() {
+		var r shardRoot
+		if err := rows.Scan(&r.shard, &r.root); err != nil {
+			return nil, time.Time{}, err
+		}
+		if !seen[r.shard] {
+			seen[r.shard] = true
+			roots = append(roots, r)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, time.Time{}, err
+	}
+	var next *time.Time
+	if err := br.QueryRow().Scan(&next); err != nil {
+		return nil, time.Time{}, err
+	}
+	if next == nil {
+		return roots, time.Time{}, nil
+	}
+	return roots, *next, nil
+}
+
+// claimOnShard claims what req allows on the shard that holds root, in a
+// transaction on that shard's worker, and reads it as claim reads Claim's
+// rows.
+func (cl *claimer) claimOnShard(ctx context.Context, pool *pgxpool.Pool, root tasks.ID, req claimRequest, from []pgtype.Timestamptz, at time.Time) (claimResult, error) {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(query.CitusSettings)
+	b.Queue(query.ClaimShard, root, req.open, req.total, req.capped, req.caps,
+		cl.cfg.HeartbeatTimeout.Seconds(), req.all, cl.id, req.polling, req.window, from, pgtype.Timestamptz{}, req.stale)
+	b.Queue("COMMIT")
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		cl.hooks.claimDone(ctx, at, &req, 0, err)
+		return claimResult{}, fmt.Errorf("claim: %w", err)
+	}
+	defer conn.Release()
+	// Not canceled with ctx once sent, as claimWith's.
+	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cl.cfg.HeartbeatTimeout)
+	defer cancel()
+	br := conn.SendBatch(sendCtx, b)
+	res, err := readClaim(br, at, false, false)
+	_ = br.Close()
+	cl.hooks.claimDone(ctx, at, &req, len(res.claimed), err)
+	if err != nil {
+		return claimResult{}, fmt.Errorf("claim: %w", dberr.Translate(err))
+	}
+	return res, nil
+}
+
+// less is r after the tasks got were claimed: fewer in all, and fewer of
+// each capped type.
+func (r claimRequest) less(got []*claimed) claimRequest {
+	r.total -= len(got)
+	if len(r.capped) == 0 || len(got) == 0 {
+		return r
+	}
+	capped, caps := slices.Clone(r.capped), slices.Clone(r.caps)
+	for _, c := range got {
+		if i := slices.Index(capped, string(c.typ)); i >= 0 {
+			caps[i]--
+		}
+	}
+	r.capped, r.caps = r.capped[:0:0], r.caps[:0:0]
+	for i, typ := range capped {
+		if caps[i] > 0 {
+			r.capped, r.caps = append(r.capped, typ), append(r.caps, caps[i])
+		}
+	}
+	return r
+}
+
+// withoutControlled is req without the types known to have flow controls.
+func (cl *claimer) withoutControlled(req claimRequest) claimRequest {
+	if !cl.controlled.any() {
+		return req
+	}
+	keep := func(typ string) bool { return !cl.controlled.has(tasks.Type(typ)) }
+	var out claimRequest = req
+	out.open, out.capped, out.caps, out.all, out.window = nil, nil, nil, nil, nil
+	for _, typ := range req.open {
+		if keep(typ) {
+			out.open = append(out.open, typ)
+		}
+	}
+	for i, typ := range req.capped {
+		if keep(typ) {
+			out.capped, out.caps = append(out.capped, typ), append(out.caps, req.caps[i])
+		}
+	}
+	for i, typ := range req.all {
+		if keep(typ) {
+			out.all, out.window = append(out.all, typ), append(out.window, req.window[i])
+		}
+	}
+	if len(out.all) == 0 {
+		out.total = 0
+	}
+	return out
+}
+
+// learnControlled records which of types have flow controls, and says in
+// the log when a type gains them that it is not claimed on Citus.
+func (cl *claimer) learnControlled(ctx context.Context, types []string) {
+	var held []string
+	if err := cl.pool.QueryRow(ctx, query.CitusControlledTypes, types).Scan(&held); err != nil {
+		cl.log.Warn("corotask: read the flow controls of the types polled", "error", err)
+		return
+	}
+	var gained []string
+	for _, typ := range held {
+		if !cl.controlled.has(tasks.Type(typ)) {
+			gained = append(gained, typ)
+		}
+	}
+	cl.controlled.update(types, held)
+	if len(gained) > 0 {
+		cl.log.Error("corotask: types with flow controls (a pause, a maximum, a key limit, a rate limit) are not claimed on a distributed database; clear their controls to have them polled",
+			"types", gained)
+	}
+}

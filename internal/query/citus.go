@@ -1,0 +1,160 @@
+package query
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// Citus: the statements an executor sends when the tasks table is
+// distributed (see docs/scaling.md, "Citus"), and the functions that
+// sql.Distribute creates for them. A claim cannot be one statement on the
+// coordinator (Citus runs FOR UPDATE SKIP LOCKED only on one shard, chosen
+// by an equality on the distribution column, and a claim does not know the
+// roots it will take), so the executor claims shard by shard: it reads which
+// shards hold its work (CitusShardsWithWork), then calls
+// corotask.claim_shard with a root of each, which Citus runs whole on the
+// worker that holds that root's shard. There the function runs Claim itself,
+// with the shard's own tables in place of the distributed ones: plain
+// PostgreSQL, locks and all.
+
+// CitusInstalled reports whether the database has the citus extension;
+// CitusDistributed, to be asked only then, whether corotask.tasks is
+// distributed.
+const (
+	CitusInstalled   = `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'citus')`
+	CitusDistributed = `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = 'corotask.tasks'::regclass)`
+)
+
+// ClaimShardExists reports whether this build's claim function exists
+// (sql.Distribute makes it): an executor claims shard by shard when
+// corotask.tasks is distributed, and refuses to start when it is but the
+// function is missing.
+func ClaimShardExists() string {
+	return `SELECT to_regproc('` + claimShardName + `') IS NOT NULL`
+}
+
+// CitusShardsWithWork reads, over every shard, the roots of the first $2
+// ready tasks of the types $1 of priority $4 or more (by priority, then
+// age), and when $3 the
+// roots of up to $2 tasks of those types whose claim expired; each with its
+// shard, in that order. The executor claims on the shards they name, one
+// root per shard (see claim_shard). The second statement of the read,
+// CitusNextWake, says when to look again.
+const CitusShardsWithWork = `
+SELECT get_shard_id_for_distribution_column('corotask.tasks', w.root_id), w.root_id FROM (
+    (SELECT root_id, 0 AS k, priority, wake_at AS at FROM corotask.tasks
+     WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL AND wake_at <= corotask.now()
+       AND task_type = ANY ($1::text[]) AND priority >= $4::smallint
+     ORDER BY priority DESC, wake_at
+     LIMIT $2)
+    UNION ALL
+    (SELECT root_id, 1, 0, claim_expires_at FROM corotask.tasks
+     WHERE $3::boolean AND claim IS NOT NULL AND claim_expires_at < corotask.now() AND done_at IS NULL
+       AND task_type = ANY ($1::text[])
+     ORDER BY claim_expires_at
+     LIMIT $2)
+) w
+ORDER BY w.k, w.priority DESC, w.at`
+
+// CitusNextWake is the earliest future wake_at of the ready tasks of the
+// types $1, over every shard.
+const CitusNextWake = `SELECT min(wake_at) FROM corotask.tasks
+WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL AND wake_at > corotask.now()
+  AND task_type = ANY ($1::text[])`
+
+// CitusControlledTypes is which of the types $1 have flow controls.
+const CitusControlledTypes = `SELECT coalesce(array_agg(task_type), '{}') FROM corotask.type_controls WHERE task_type = ANY ($1::text[])`
+
+// ClaimShard is Claim on the shard that holds root $1, with Claim's
+// parameters after it ($2 to $13 are Claim's $1 to $12), and Claim's rows.
+var ClaimShard = `SELECT * FROM ` + claimShardName + `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+
+// claimShardName names the claim function of this build: claim_shard and
+// a digest of Claim, so that in a rolling deploy each build calls the one
+// made from its own claim statement (a migration by an older build makes
+// its own, and leaves the newer one).
+var claimShardName = func() string {
+	sum := sha256.Sum256([]byte(Claim))
+	return "corotask.claim_shard_" + hex.EncodeToString(sum[:6])
+}()
+
+// CitusSettings stands, in a claim's pipeline on Citus, where ClaimSettings
+// stands on one server: the claim's plan is made on the worker, by
+// claim_shard's own settings, and the controls lock is not taken (types with
+// flow controls are not claimed on Citus: see claim_shard).
+const CitusSettings = "SELECT set_config('jit', 'off', true)"
+
+// claimShardTables are the tables Claim reads or writes and the name each
+// takes in claim_shard's format string: the shard of the tasks, messages
+// and history of the root the function was called with, and the worker's
+// copy of the reference table type_controls. Longer names first: a name
+// that begins with another is replaced whole.
+var claimShardTables = []struct{ table, shard string }{
+	{"corotask.type_controls", "%4$s"},
+	{"corotask.messages", "%2$s"},
+	{"corotask.history", "%3$s"},
+	{"corotask.tasks", "%1$s"},
+}
+
+// ClaimShardFunctions is the SQL that sql.Distribute (and sql.Migrate, on
+// a distributed database) runs to make the claim's functions:
+// corotask.inbox_window_in (inbox_window, on a table it is given) and
+// corotask.claim_shard_<digest> (see claimShardName), whose
+// statement is Claim with the names of the tables of the shard that holds
+// p_key's root, run with EXECUTE. It also lets commit_polls and deliver_all
+// be planned for their parameters: Citus cannot plan their statements on a
+// generic plan.
+//
+// Types with flow controls are not claimed: Claim claims nothing when a
+// type polled has controls, and says so in its last row, and the executor
+// on Citus then claims none of those types (their controls would need the
+// counts of every shard).
+func ClaimShardFunctions() string {
+	claim := Claim
+	claim = strings.ReplaceAll(claim, "corotask.inbox_window(", "corotask.inbox_window_in(%2$L::regclass, ")
+	for _, t := range claimShardTables {
+		claim = strings.ReplaceAll(claim, t.table, t.shard)
+	}
+	return `
+CREATE OR REPLACE FUNCTION corotask.inbox_window_in(p_messages regclass, p_task uuid, p_after bigint, p_upto bigint,
+    p_limit integer, OUT envelopes jsonb[], OUT seqs bigint[])
+LANGUAGE plpgsql VOLATILE SET search_path = '' AS $f$
+BEGIN
+    EXECUTE format('SELECT array_agg(w.envelope ORDER BY w.seq), array_agg(w.seq ORDER BY w.seq)
+        FROM (SELECT m.envelope, m.seq FROM %s m
+              WHERE m.task_id = $1 AND m.seq > $2 AND m.seq <= $3
+              ORDER BY m.seq LIMIT $4) w', p_messages)
+    INTO envelopes, seqs
+    USING p_task, p_after, p_upto, p_limit;
+END
+$f$;
+
+CREATE OR REPLACE FUNCTION ` + claimShardName + `(p_key uuid,
+    p1 text[], p2 integer, p3 text[], p4 integer[], p5 double precision, p6 text[], p7 uuid, p8 uuid[], p9 integer[],
+    p10 timestamptz[], p11 timestamptz, p12 boolean)
+RETURNS TABLE (task_id uuid, task_type text, parent_id uuid, inner_state jsonb, envelopes jsonb[], seqs bigint[],
+    more boolean, claim uuid, failures integer, attempts integer, taken_over boolean, at timestamptz, trace jsonb,
+    floors timestamptz[], stale_floor timestamptz, task_key text, woke smallint)
+LANGUAGE plpgsql SET search_path = '' SET enable_seqscan = off SET jit = off AS $f$
+DECLARE
+    shard bigint := pg_catalog.get_shard_id_for_distribution_column('corotask.tasks', p_key);
+BEGIN
+    RETURN QUERY EXECUTE format($claim$` + claim + `$claim$,
+        pg_catalog.shard_name('corotask.tasks', shard),
+        pg_catalog.shard_name('corotask.messages', pg_catalog.get_shard_id_for_distribution_column('corotask.messages', p_key)),
+        pg_catalog.shard_name('corotask.history', pg_catalog.get_shard_id_for_distribution_column('corotask.history', p_key)),
+        pg_catalog.shard_name('corotask.type_controls',
+            (SELECT s.shardid FROM pg_catalog.pg_dist_shard s WHERE s.logicalrelid = 'corotask.type_controls'::regclass)))
+    USING p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12;
+END
+$f$;
+
+SELECT create_distributed_function(
+    '` + claimShardName + `(uuid, text[], integer, text[], integer[], double precision, text[], uuid, uuid[], integer[], timestamptz[], timestamptz, boolean)',
+    'p_key', colocate_with => 'corotask.tasks', force_delegation => true);
+
+ALTER FUNCTION corotask.commit_polls RESET plan_cache_mode;
+ALTER FUNCTION corotask.deliver_all RESET plan_cache_mode;
+`
+}
