@@ -1,0 +1,157 @@
+package executor_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/executor"
+	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/tasks"
+)
+
+// On a Citus cluster (COROTASK_CITUS_URL; skipped without it), an executor
+// claims shard by shard and commits through the coordinator: one-shot tasks,
+// each the root of a tree of its own and so spread over every shard, are
+// each polled once and done.
+func TestCitusClaimAndCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	ids := createN(t, db, "one", 200)
+	var shards int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(DISTINCT get_shard_id_for_distribution_column('corotask.tasks', root_id))
+		FROM corotask.tasks`).Scan(&shards))
+	require.Greater(t, shards, 16, "the tasks lie on most of the 32 shards")
+
+	e := executor.MustNew(db, fastConfig(t))
+	executor.Register(e, "one", executor.PollerFunc[json.RawMessage, json.RawMessage](
+		func(ctx context.Context, t *executor.Task[json.RawMessage, json.RawMessage]) (executor.Action, error) {
+			return executor.DoneWith(json.RawMessage(`"ok"`)), nil
+		}))
+	start(t, e)
+	waitDone(t, db, len(ids))
+	var attempts, history int
+	require.NoError(t, db.QueryRow(ctx, `SELECT sum(attempts) FROM corotask.tasks`).Scan(&attempts))
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.history WHERE outcome = 'committed' AND action = 'done'`).Scan(&history))
+	require.Equal(t, len(ids), attempts, "each polled once")
+	require.Equal(t, len(ids), history)
+}
+
+// On Citus, a cancel ends a subtree that an executor runs: the parent,
+// awaiting its children, and its three suspended children (created claimed
+// by the parent's commit, and polled) are all canceled.
+func TestCitusCancelSubtree(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	e := executor.MustNew(db, fastConfig(t))
+	executor.Register(e, "parent", executor.PollerFunc[bool, json.RawMessage](
+		func(ctx context.Context, t *executor.Task[bool, json.RawMessage]) (executor.Action, error) {
+			if !t.State {
+				t.State = true
+				for range 3 {
+					t.Spawn("child", nil, nil)
+				}
+			}
+			return executor.AwaitChildren(), nil
+		}))
+	executor.Register(e, "child", executor.PollerFunc[json.RawMessage, json.RawMessage](
+		func(ctx context.Context, t *executor.Task[json.RawMessage, json.RawMessage]) (executor.Action, error) {
+			return executor.Suspend(), nil
+		}))
+	start(t, e)
+	parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "parent"})
+	require.NoError(t, err)
+	waitFor(t, "three suspended children", func() bool {
+		var n int
+		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks
+			WHERE parent_id = $1 AND wake_at IS NULL AND claim IS NULL AND attempts = 1`, parent).Scan(&n))
+		return n == 3
+	})
+	require.NoError(t, tasks.Cancel(ctx, db, parent))
+	var canceled int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks WHERE outcome = 'canceled'`).Scan(&canceled))
+	require.Equal(t, 4, canceled)
+}
+
+// On Citus, a claim whose executor stopped renewing it is taken over by
+// another executor, counted as a failed attempt, and recorded.
+func TestCitusTakeover(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "job"})
+	require.NoError(t, err)
+	entered := make(chan int, 2)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	newExecutor := func(n int) *executor.Executor {
+		e := executor.MustNew(db, fastConfig(t))
+		executor.Register(e, "job", executor.PollerFunc[int, json.RawMessage](
+			func(ctx context.Context, t *executor.Task[int, json.RawMessage]) (executor.Action, error) {
+				entered <- n
+				if n == 1 {
+					<-release // a poll that never returns: PollOnce renews nothing
+				}
+				return executor.Done(), nil
+			}))
+		return e
+	}
+	go func() { _, _ = newExecutor(1).PollOnce(context.Background()) }()
+	require.Equal(t, 1, <-entered)
+	tag, err := db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second' WHERE task_id = $1`, id)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+	n, err := newExecutor(2).PollOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, 2, <-entered)
+	task, err := tasks.Get(ctx, db, id)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StatusDone, task.Status)
+	require.Equal(t, 2, task.Attempts)
+	var takenOver int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.history WHERE task_id = $1 AND outcome = 'taken_over'`, id).Scan(&takenOver))
+	require.Equal(t, 1, takenOver)
+}
+
+// On Citus, an executor renews the claims of its polls in flight (across
+// shards, in one statement), and a poll that outlives several renewals
+// commits.
+func TestCitusHeartbeatRenews(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	cfg := fastConfig(t)
+	cfg.HeartbeatInterval = 50 * time.Millisecond
+	e := executor.MustNew(db, cfg)
+	release := make(chan struct{})
+	executor.Register(e, "slow", executor.PollerFunc[json.RawMessage, json.RawMessage](
+		func(ctx context.Context, t *executor.Task[json.RawMessage, json.RawMessage]) (executor.Action, error) {
+			<-release
+			return executor.Done(), nil
+		}))
+	ids := createN(t, db, "slow", 6)
+	start(t, e)
+	for _, id := range ids {
+		var first time.Time
+		waitFor(t, "the claim", func() bool {
+			err := db.QueryRow(ctx, `SELECT claim_expires_at FROM corotask.tasks WHERE task_id = $1 AND claim IS NOT NULL`, id).Scan(&first)
+			return err == nil
+		})
+		waitFor(t, "a renewal", func() bool {
+			var now time.Time
+			require.NoError(t, db.QueryRow(ctx, `SELECT claim_expires_at FROM corotask.tasks WHERE task_id = $1`, id).Scan(&now))
+			return now.After(first)
+		})
+	}
+	close(release)
+	waitDone(t, db, len(ids))
+	var attempts int
+	require.NoError(t, db.QueryRow(ctx, `SELECT sum(attempts) FROM corotask.tasks`).Scan(&attempts))
+	require.Equal(t, len(ids), attempts, "no claim was lost")
+}
