@@ -29,6 +29,9 @@ LANGUAGE plpgsql SET search_path = '' AS $$
 DECLARE
     parent uuid;
     failed corotask.tasks;
+    -- Read once, not in the UPDATE's CASEs (see commit_polls).
+    v_now timestamptz := corotask.now();
+    v_retry_at timestamptz := corotask.now() + p_backoff;
 BEGIN
     IF p_outcome IS NULL OR p_outcome NOT IN ('failed', 'panicked') THEN
         RAISE EXCEPTION 'corotask: fail_poll outcome must be failed or panicked, not %', p_outcome
@@ -54,8 +57,8 @@ BEGIN
         -- what arrived during it, retry and the backoff's timer.
         woke = ((woke >> 8) | woke | 16 | 8) & 127,
         wake_at = CASE WHEN p_max_failures > 0 AND failures + 1 >= p_max_failures
-                       THEN NULL ELSE corotask.now() + p_backoff END,
-        done_at = CASE WHEN p_max_failures > 0 AND failures + 1 >= p_max_failures THEN corotask.now() END,
+                       THEN NULL ELSE v_retry_at END,
+        done_at = CASE WHEN p_max_failures > 0 AND failures + 1 >= p_max_failures THEN v_now END,
         outcome = CASE WHEN p_max_failures > 0 AND failures + 1 >= p_max_failures THEN 'failed' END
     WHERE task_id = p_task AND claim = p_claim
     RETURNING * INTO failed;
@@ -63,7 +66,7 @@ BEGIN
     parent := failed.parent_id;
     ended := coalesce(failed.outcome IS NOT NULL, false);
     -- A backoff of zero leaves it ready now.
-    IF NOT claim_lost AND corotask.is_ready(failed.claim, failed.done_at, failed.wake_at, corotask.now()) THEN
+    IF NOT claim_lost AND corotask.is_ready(failed.claim, failed.done_at, failed.wake_at, v_now) THEN
         PERFORM corotask.announce(ARRAY[failed.task_type]);
     END IF;
     IF NOT claim_lost AND p_history > 0 THEN

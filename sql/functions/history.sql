@@ -12,10 +12,13 @@
 -- own bound).
 CREATE OR REPLACE FUNCTION corotask.trim_history(p_task uuid, p_attempt integer, p_keep_first integer, p_keep_last integer)
 RETURNS void
-LANGUAGE sql SET search_path = '' AS $$
+-- plpgsql: Citus cannot plan an sql function's statements with parameters.
+LANGUAGE plpgsql SET search_path = '' AS $$
+BEGIN
     DELETE FROM corotask.history h
     WHERE h.task_id = p_task AND h.attempt > p_keep_first AND h.attempt <= p_attempt - p_keep_last
-      AND h.outcome <> 'operator'
+      AND h.outcome <> 'operator';
+END
 $$;
 
 -- record_lost records a poll whose claim was lost before it could commit or
