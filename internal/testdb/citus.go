@@ -101,6 +101,9 @@ func Citus(t testing.TB) *pgxpool.Pool {
 	if err := corosql.Distribute(ctx, pool); err != nil {
 		t.Fatalf("distribute %s: %v", name, err)
 	}
+	// The distribution sets the database's corotask.distributed for the
+	// sessions that connect after it, as executors do in a deployment.
+	pool.Reset()
 	return pool
 }
 
