@@ -32,6 +32,9 @@ import (
 // commits.
 type distribution struct {
 	citus atomic.Bool
+	// detected is whether detect has run: DeleteExpired, which may run
+	// alone, detects when nothing did before.
+	detected atomic.Bool
 
 	mu sync.Mutex
 	// claims is the claims' pool: two connections (the claim loop's, the
@@ -89,13 +92,25 @@ func (d *distribution) detect(ctx context.Context, db tasks.DB) error {
 		}
 	}
 	d.citus.Store(distributed)
+	d.detected.Store(true)
 	return nil
+}
+
+// known is whether the tasks are distributed, detected first unless Run or
+// PollOnce did.
+func (d *distribution) known(ctx context.Context, db tasks.DB) (bool, error) {
+	if !d.detected.Load() {
+		if err := d.detect(ctx, db); err != nil {
+			return false, err
+		}
+	}
+	return d.citus.Load(), nil
 }
 
 // shardRoot is a root of a tree with work on a shard, and the shard.
 type shardRoot struct {
-	shard int64
-	root  tasks.ID
+	Shard int64
+	Root  tasks.ID
 }
 
 // claimShards is claim on a distributed database: it reads which shards
@@ -136,11 +151,11 @@ func (cl *claimer) claimShards(ctx context.Context, req claimRequest) ([]*claime
 		if req.total == 0 {
 			break
 		}
-		res, err := cl.claimOnShard(ctx, pool, r.root, req, from, at)
+		res, err := cl.claimOnShard(ctx, pool, r.Root, req, from, at)
 		if err != nil {
 			if len(out) > 0 {
 				// What the shards before took is claimed: poll it.
-				cl.log.Warn("corotask: claim on a shard", "shard", r.shard, "error", err)
+				cl.log.Warn("corotask: claim on a shard", "shard", r.Shard, "error", err)
 				break
 			}
 			return nil, time.Time{}, err
@@ -184,11 +199,11 @@ func (cl *claimer) shardsWithWork(ctx context.Context, pool *pgxpool.Pool, req c
 	seen := map[int64]bool{}
 	for rows.Next() {
 		var r shardRoot
-		if err := rows.Scan(&r.shard, &r.root); err != nil {
+		if err := rows.Scan(&r.Shard, &r.Root); err != nil {
 			return nil, time.Time{}, err
 		}
-		if !seen[r.shard] {
-			seen[r.shard] = true
+		if !seen[r.Shard] {
+			seen[r.Shard] = true
 			roots = append(roots, r)
 		}
 	}

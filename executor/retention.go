@@ -3,6 +3,8 @@ package executor
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/corotask/corotask/internal/query"
 )
 
@@ -48,10 +50,19 @@ func (r retention) deleteExpired(ctx context.Context) (int, error) {
 	if r.cfg.Retention < 0 {
 		return 0, nil
 	}
+	citus, err := r.distribution.known(ctx, r.pool)
+	if err != nil {
+		return 0, err
+	}
 	total := 0
 	for range 100 {
 		var n int
-		err := r.pool.QueryRow(ctx, query.RetentionDelete, r.cfg.Retention.Seconds(), retentionBatch).Scan(&n)
+		var err error
+		if citus {
+			n, err = r.deleteExpiredShards(ctx)
+		} else {
+			err = r.pool.QueryRow(ctx, query.RetentionDelete, r.cfg.Retention.Seconds(), retentionBatch).Scan(&n)
+		}
 		if err != nil {
 			return total, err
 		}
@@ -60,6 +71,33 @@ func (r retention) deleteExpired(ctx context.Context) (int, error) {
 		if n == 0 {
 			break
 		}
+	}
+	return total, nil
+}
+
+// deleteExpiredShards is one pass of deleteExpired on a distributed
+// database: RetentionDelete runs on each shard that holds expired tasks, as
+// the claim does (see claimShards), through the claims' connections.
+func (r retention) deleteExpiredShards(ctx context.Context) (int, error) {
+	pool, err := r.distribution.pool(ctx, r.pool)
+	if err != nil {
+		return 0, err
+	}
+	rows, err := pool.Query(ctx, query.CitusShardsToClean, r.cfg.Retention.Seconds(), retentionBatch)
+	if err != nil {
+		return 0, err
+	}
+	roots, err := pgx.CollectRows(rows, pgx.RowToStructByPos[shardRoot])
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, s := range roots {
+		var n int
+		if err := pool.QueryRow(ctx, query.RetentionShard, s.Root, r.cfg.Retention.Seconds(), retentionBatch).Scan(&n); err != nil {
+			return total, err
+		}
+		total += n
 	}
 	return total, nil
 }

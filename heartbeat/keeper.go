@@ -40,9 +40,11 @@ type Config struct {
 
 // SetDistributed tells the Keeper whether the tasks are distributed by
 // Citus (see docs/scaling.md, "Citus"). Citus runs FOR UPDATE SKIP LOCKED
-// only on one shard, and a renewal covers claims on every shard: there it
-// is one UPDATE that waits for the rows another transaction holds (the
-// poll's own commit, most likely) instead of passing over them.
+// only on one shard, and claims lie on many: there a renewal reads which
+// shards hold the claims, then renews them shard by shard, each on its
+// worker as on one server (query.RenewShard). Its connection must be one
+// that runs nothing else (NewDedicated): Citus stops running such a call on
+// the worker in a session that ran a commit.
 func (k *Keeper) SetDistributed(on bool) { k.distributed.Store(on) }
 
 // Claim identifies one claim on one task.
@@ -264,17 +266,17 @@ func (k *Keeper) Renew(ctx context.Context) error {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	renewed := k.renewed
-	renew := query.HeartbeatRenew
+	renew := k.renewAll
 	if k.distributed.Load() {
-		renew = query.HeartbeatRenewWaiting
+		renew = k.renewByShard
 	}
-	err := k.collect(ctx, renewed, renew, ids, tokens, k.cfg.Timeout.Seconds())
+	err := renew(ctx, renewed, ids, tokens)
 	for tries := 1; err != nil && dberr.Severed(err) && ctx.Err() == nil && tries <= severedRetries; tries++ {
 		// The connection was killed while it waited for this renewal (an
 		// idle-session killer, a pooler's restart): at once on a new one.
 		k.dropConn()
 		clear(renewed)
-		err = k.collect(ctx, renewed, renew, ids, tokens, k.cfg.Timeout.Seconds())
+		err = renew(ctx, renewed, ids, tokens)
 	}
 	var held, canceled map[tasks.ID]bool
 	if err == nil && len(renewed) < len(ids) {
@@ -333,6 +335,27 @@ func (k *Keeper) Renew(ctx context.Context) error {
 			k.dropConn()
 		}
 		return fmt.Errorf("renew %d claims: %w", len(ids), err)
+	}
+	return nil
+}
+
+// renewAll renews the claims ids, tokens in one statement, adding those
+// renewed to out.
+func (k *Keeper) renewAll(ctx context.Context, out map[tasks.ID]bool, ids, tokens uuids) error {
+	return k.collect(ctx, out, query.HeartbeatRenew, ids, tokens, k.cfg.Timeout.Seconds())
+}
+
+// renewByShard is renewAll on a database whose tasks Citus distributes
+// (see SetDistributed).
+func (k *Keeper) renewByShard(ctx context.Context, out map[tasks.ID]bool, ids, tokens uuids) error {
+	roots := map[tasks.ID]bool{}
+	if err := k.collect(ctx, roots, query.CitusShardsOfTasks, ids); err != nil {
+		return err
+	}
+	for root := range roots {
+		if err := k.collect(ctx, out, query.RenewShard, root, ids, tokens, k.cfg.Timeout.Seconds()); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -73,11 +73,47 @@ var ClaimShard = `SELECT * FROM ` + claimShardName + `($1, $2, $3, $4, $5, $6, $
 // claimShardName names the claim function of this build: claim_shard and
 // a digest of Claim, so that in a rolling deploy each build calls the one
 // made from its own claim statement (a migration by an older build makes
-// its own, and leaves the newer one).
-var claimShardName = func() string {
-	sum := sha256.Sum256([]byte(Claim))
-	return "corotask.claim_shard_" + hex.EncodeToString(sum[:6])
-}()
+// its own, and leaves the newer one). retentionShardName is the same for
+// retention's.
+var (
+	claimShardName     = "corotask.claim_shard_" + digest(Claim)
+	retentionShardName = "corotask.retention_shard_" + digest(RetentionDelete)
+	renewShardName     = "corotask.renew_shard_" + digest(HeartbeatRenew)
+)
+
+// CitusShardsOfTasks returns one root of each shard that holds one of the
+// tasks $1: a renewal on Citus renews shard by shard (RenewShard).
+const CitusShardsOfTasks = `SELECT DISTINCT ON (s.shard) s.root_id FROM (
+    SELECT get_shard_id_for_distribution_column('corotask.tasks', t.root_id) AS shard, t.root_id
+    FROM corotask.tasks t WHERE t.task_id = ANY ($1::uuid[])
+) s`
+
+// RenewShard is HeartbeatRenew on the shard that holds root $1, with
+// HeartbeatRenew's parameters after it: it renews the claims of $2 and $3
+// that lie on that shard (the others match no row there), passing over the
+// rows other transactions hold, as on one server.
+var RenewShard = `SELECT * FROM ` + renewShardName + `($1, $2, $3, $4)`
+
+// digest is the first 12 hex digits of the SHA-256 of a statement.
+func digest(statement string) string {
+	sum := sha256.Sum256([]byte(statement))
+	return hex.EncodeToString(sum[:6])
+}
+
+// CitusShardsToClean reads, over every shard, the roots of up to $2 tasks
+// that ended more than $1 seconds ago, each with its shard: retention on
+// Citus deletes shard by shard (RetentionShard), one root per shard.
+const CitusShardsToClean = `SELECT DISTINCT ON (s.shard) s.shard, s.root_id FROM (
+    SELECT get_shard_id_for_distribution_column('corotask.tasks', r.root_id) AS shard, r.root_id FROM (
+        SELECT root_id FROM corotask.tasks
+        WHERE done_at IS NOT NULL AND done_at < corotask.now() - make_interval(secs => $1)
+        LIMIT $2
+    ) r
+) s`
+
+// RetentionShard is RetentionDelete on the shard that holds root $1, with
+// RetentionDelete's parameters after it.
+var RetentionShard = `SELECT ` + retentionShardName + `($1, $2, $3)`
 
 // CitusSettings stands, in a claim's pipeline on Citus, where ClaimSettings
 // stands on one server: the claim's plan is made on the worker, by
@@ -99,8 +135,11 @@ var claimShardTables = []struct{ table, shard string }{
 
 // ClaimShardFunctions is the SQL that sql.Distribute (and sql.Migrate, on
 // a distributed database) runs to make the claim's functions:
-// corotask.inbox_window_in (inbox_window, on a table it is given) and
-// corotask.claim_shard_<digest> (see claimShardName), whose
+// corotask.inbox_window_in (inbox_window, on a table it is given),
+// corotask.retention_shard_<digest> (RetentionDelete on a shard's tables,
+// as claim_shard below), corotask.renew_shard_<digest> (HeartbeatRenew,
+// likewise) and corotask.claim_shard_<digest> (see
+// claimShardName), whose
 // statement is Claim with the names of the tables of the shard that holds
 // p_key's root, run with EXECUTE. It also lets commit_polls and deliver_all
 // be planned for their parameters: Citus cannot plan their statements on a
@@ -113,8 +152,11 @@ var claimShardTables = []struct{ table, shard string }{
 func ClaimShardFunctions() string {
 	claim := Claim
 	claim = strings.ReplaceAll(claim, "corotask.inbox_window(", "corotask.inbox_window_in(%2$L::regclass, ")
+	retention, renew := RetentionDelete, HeartbeatRenew
 	for _, t := range claimShardTables {
 		claim = strings.ReplaceAll(claim, t.table, t.shard)
+		retention = strings.ReplaceAll(retention, t.table, t.shard)
+		renew = strings.ReplaceAll(renew, t.table, t.shard)
 	}
 	return `
 CREATE OR REPLACE FUNCTION corotask.inbox_window_in(p_messages regclass, p_task uuid, p_after bigint, p_upto bigint,
@@ -154,7 +196,50 @@ SELECT create_distributed_function(
     '` + claimShardName + `(uuid, text[], integer, text[], integer[], double precision, text[], uuid, uuid[], integer[], timestamptz[], timestamptz, boolean)',
     'p_key', colocate_with => 'corotask.tasks', force_delegation => true);
 
+CREATE OR REPLACE FUNCTION ` + retentionShardName + `(p_key uuid, p1 double precision, p2 integer)
+RETURNS bigint
+LANGUAGE plpgsql SET search_path = '' AS $f$
+DECLARE
+    n bigint;
+BEGIN
+    EXECUTE format($retention$` + retention + `$retention$,
+        pg_catalog.shard_name('corotask.tasks', pg_catalog.get_shard_id_for_distribution_column('corotask.tasks', p_key)),
+        pg_catalog.shard_name('corotask.messages', pg_catalog.get_shard_id_for_distribution_column('corotask.messages', p_key)),
+        pg_catalog.shard_name('corotask.history', pg_catalog.get_shard_id_for_distribution_column('corotask.history', p_key)))
+    INTO n
+    USING p1, p2;
+    RETURN n;
+END
+$f$;
+
+SELECT create_distributed_function('` + retentionShardName + `(uuid, double precision, integer)',
+    'p_key', colocate_with => 'corotask.tasks', force_delegation => true);
+
+CREATE OR REPLACE FUNCTION ` + renewShardName + `(p_key uuid, p1 uuid[], p2 uuid[], p3 double precision)
+RETURNS TABLE (task_id uuid)
+LANGUAGE plpgsql SET search_path = '' AS $f$
+BEGIN
+    RETURN QUERY EXECUTE format($renew$` + renew + `$renew$,
+        pg_catalog.shard_name('corotask.tasks', pg_catalog.get_shard_id_for_distribution_column('corotask.tasks', p_key)),
+        NULL, NULL,
+        pg_catalog.shard_name('corotask.type_controls',
+            (SELECT s.shardid FROM pg_catalog.pg_dist_shard s WHERE s.logicalrelid = 'corotask.type_controls'::regclass)))
+    USING p1, p2, p3;
+END
+$f$;
+
+SELECT create_distributed_function('` + renewShardName + `(uuid, uuid[], uuid[], double precision)',
+    'p_key', colocate_with => 'corotask.tasks', force_delegation => true);
+
 ALTER FUNCTION corotask.commit_polls RESET plan_cache_mode;
+
+-- What the functions test to take the Citus form of a statement (see
+-- commit_polls): set for the sessions that connect from now on.
+DO $d$
+BEGIN
+    EXECUTE format('ALTER DATABASE %I SET corotask.distributed = on', current_database());
+END
+$d$;
 ALTER FUNCTION corotask.deliver_all RESET plan_cache_mode;
 `
 }

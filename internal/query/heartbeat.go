@@ -24,15 +24,6 @@ const (
 	UPDATE corotask.tasks t SET heartbeat = now(), claim_expires_at = now() + make_interval(secs => $3)
 	FROM locked WHERE t.task_id = locked.task_id
 	RETURNING t.task_id`
-	// HeartbeatRenewWaiting is HeartbeatRenew on a database whose tasks
-	// Citus distributes, where FOR UPDATE SKIP LOCKED runs only on one
-	// shard: one UPDATE, which waits for a row another transaction holds
-	// (Citus detects a deadlock across nodes and ends one of its
-	// transactions; the renewal is then tried again).
-	HeartbeatRenewWaiting = `UPDATE corotask.tasks t SET heartbeat = now(), claim_expires_at = now() + make_interval(secs => $3)
-	FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
-	WHERE t.task_id = c.task_id AND t.claim = c.claim AND (` + heartbeatRenewable + `)
-	RETURNING t.task_id`
 	// HeartbeatHeld returns the task IDs of the claims that still match,
 	// without locking: those a renewal skipped that are still ours.
 	HeartbeatHeld = `SELECT t.task_id FROM unnest($1::uuid[], $2::uuid[]) AS c(task_id, claim)
