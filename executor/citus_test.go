@@ -3,6 +3,8 @@ package executor_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -154,4 +156,140 @@ func TestCitusHeartbeatRenews(t *testing.T) {
 	var attempts int
 	require.NoError(t, db.QueryRow(ctx, `SELECT sum(attempts) FROM corotask.tasks`).Scan(&attempts))
 	require.Equal(t, len(ids), attempts, "no claim was lost")
+}
+
+// On Citus, a workflow fans out and in: fib(10)'s tree of 177 tasks, its
+// parents awaiting their children, run by two executors (one creating its
+// children claimed, the other leaving them to the claims), lies whole on
+// its root's shard and ends with the sum.
+func TestCitusSpawnAndFanIn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	for i := range 2 {
+		cfg := fastConfig(t)
+		cfg.DisableEagerChildren = i == 1
+		e := executor.MustNew(db, cfg)
+		executor.Register(e, "fib", fibPoller(executor.AwaitChildren(), nil))
+		start(t, e)
+	}
+	root, err := tasks.Create(ctx, db, tasks.Spec{Type: "fib", State: fibState{N: 10}})
+	require.NoError(t, err)
+	task := waitStatus(t, db, root, tasks.StatusDone)
+	require.JSONEq(t, "55", string(task.Result))
+	var count, done, roots int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE outcome = 'done'), count(DISTINCT root_id)
+		FROM corotask.tasks`).Scan(&count, &done, &roots))
+	require.Equal(t, 177, count, "fib(10) makes 177 tasks")
+	require.Equal(t, count, done)
+	require.Equal(t, 1, roots, "one tree")
+	requireNoFailedPolls(t, db)
+}
+
+// On Citus, a poll sends a message to a task of another tree (on another
+// shard, most likely): it arrives, and wakes its recipient.
+func TestCitusSendAcrossTrees(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	e := executor.MustNew(db, fastConfig(t))
+	executor.Register(e, "receiver", executor.PollerFunc[json.RawMessage, string](
+		func(ctx context.Context, t *executor.Task[json.RawMessage, string]) (executor.Action, error) {
+			if m, ok := t.Inbox.Pop(); ok {
+				return executor.DoneWith(m.Body), nil
+			}
+			return executor.Suspend(), nil
+		}))
+	executor.Register(e, "sender", executor.PollerFunc[tasks.ID, json.RawMessage](
+		func(ctx context.Context, t *executor.Task[tasks.ID, json.RawMessage]) (executor.Action, error) {
+			t.Send(t.State, "across")
+			return executor.Done(), nil
+		}))
+	start(t, e)
+	var receivers []tasks.ID
+	for range 8 {
+		r, err := tasks.Create(ctx, db, tasks.Spec{Type: "receiver"})
+		require.NoError(t, err)
+		receivers = append(receivers, r)
+		_, err = tasks.Create(ctx, db, tasks.Spec{Type: "sender", State: r})
+		require.NoError(t, err)
+	}
+	for _, r := range receivers {
+		task := waitStatus(t, db, r, tasks.StatusDone)
+		require.JSONEq(t, `"across"`, string(task.Result))
+	}
+	requireNoFailedPolls(t, db)
+}
+
+// requireNoFailedPolls checks that no poll failed: nothing was refused.
+func requireNoFailedPolls(t *testing.T, db tasks.DB) {
+	t.Helper()
+	var failed int
+	require.NoError(t, db.QueryRow(context.Background(), `SELECT count(*) FROM corotask.history WHERE outcome IN ('failed', 'panicked')`).Scan(&failed))
+	require.Zero(t, failed, "failed polls")
+}
+
+// On Citus, a failed poll is recorded and retried after its backoff, and a
+// child that fails for good tells its parent.
+func TestCitusFailedPolls(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	e := executor.MustNew(db, fastConfig(t))
+	executor.Register(e, "parent", executor.PollerFunc[bool, string](
+		func(ctx context.Context, t *executor.Task[bool, string]) (executor.Action, error) {
+			if !t.State {
+				t.State = true
+				t.Spawn("flaky", nil, nil)
+				return executor.AwaitChildren(), nil
+			}
+			m, ok := t.Inbox.Pop()
+			if !ok || !m.Done {
+				return executor.Action{}, fmt.Errorf("want the child's completion, got %+v", m)
+			}
+			return executor.DoneWith(m.Err), nil
+		}))
+	executor.Register(e, "flaky", executor.PollerFunc[json.RawMessage, json.RawMessage](
+		func(ctx context.Context, t *executor.Task[json.RawMessage, json.RawMessage]) (executor.Action, error) {
+			return executor.Action{}, errors.New("always fails")
+		}), executor.MaxFailures(2), executor.Backoff(time.Millisecond, time.Millisecond))
+	start(t, e)
+	parent, err := tasks.Create(ctx, db, tasks.Spec{Type: "parent"})
+	require.NoError(t, err)
+	task := waitStatus(t, db, parent, tasks.StatusDone)
+	require.Contains(t, string(task.Result), "always fails")
+	var failed, attempts int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE outcome = 'failed'), max(attempts) FILTER (WHERE task_type = 'flaky')
+		FROM corotask.tasks`).Scan(&failed, &attempts))
+	require.Equal(t, 1, failed)
+	require.Equal(t, 2, attempts)
+}
+
+// On Citus, retention deletes the tasks that ended before the retention
+// period, with their history, and keeps the others.
+func TestCitusRetention(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	cfg := fastConfig(t)
+	cfg.Retention = time.Hour
+	e := executor.MustNew(db, cfg)
+	old, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})
+	require.NoError(t, err)
+	recent, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})
+	require.NoError(t, err)
+	require.NoError(t, tasks.Cancel(ctx, db, old))
+	require.NoError(t, tasks.Cancel(ctx, db, recent))
+	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET done_at = now() - interval '2 hours' WHERE task_id = $1`, old)
+	require.NoError(t, err)
+	n, err := e.DeleteExpired(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = tasks.Get(ctx, db, old)
+	require.ErrorIs(t, err, tasks.ErrNotFound)
+	_, err = tasks.Get(ctx, db, recent)
+	require.NoError(t, err)
+	var history int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.history WHERE task_id = $1`, old).Scan(&history))
+	require.Zero(t, history)
 }
