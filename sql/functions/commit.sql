@@ -88,8 +88,8 @@ DECLARE
     -- (corotask.now(), timestamptz + interval) inside a CASE of an UPDATE
     -- of a distributed table; a variable is a parameter of the statement.
     v_now timestamptz := corotask.now();
-    lock_id uuid;         -- on Citus, the rows locked one at a time ...
-    lock_root uuid;       -- ... by their root
+    lock_root uuid;       -- on Citus, the rows are locked tree by tree ...
+    lock_ids uuid[];      -- ... these of the tree
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(p_actions) AS a
                WHERE a IS NULL OR a NOT IN ('yield', 'sleep', 'until', 'suspend', 'await', 'done')) THEN
@@ -121,25 +121,28 @@ BEGIN
         SELECT u.parent FROM unnest(p_parents, p_actions) AS u(parent, action)
         WHERE u.action = 'done' AND u.parent IS NOT NULL
     ) o;
-    IF others IS NOT NULL THEN
-        IF current_setting('corotask.distributed', true) = 'on' THEN
-            -- On Citus (sql.Distribute sets the database's
-            -- corotask.distributed), FOR UPDATE runs only on one shard:
-            -- the same rows, in the same order, one at a time by their
-            -- root.
-            FOR lock_id, lock_root IN
-                SELECT t.task_id, t.root_id FROM corotask.tasks t
-                WHERE t.task_id = ANY (p_tasks || others)
-                ORDER BY t.task_id
-            LOOP
-                PERFORM 1 FROM corotask.tasks t WHERE t.root_id = lock_root AND t.task_id = lock_id FOR UPDATE;
-            END LOOP;
-        ELSE
-            PERFORM 1 FROM corotask.tasks t
+    IF current_setting('corotask.distributed', true) = 'on' THEN
+        -- On Citus (sql.Distribute sets the database's
+        -- corotask.distributed), FOR UPDATE runs only on one shard, and a
+        -- statement over several shards locks their rows in parallel, in
+        -- no order: every commit locks its tasks too, with the rows beyond
+        -- them, tree by tree, in the order of (root_id, task_id).
+        FOR lock_root, lock_ids IN
+            SELECT t.root_id, array_agg(t.task_id) FROM corotask.tasks t
             WHERE t.task_id = ANY (p_tasks || others)
+            GROUP BY t.root_id
+            ORDER BY t.root_id
+        LOOP
+            PERFORM 1 FROM corotask.tasks t
+            WHERE t.root_id = lock_root AND t.task_id = ANY (lock_ids)
             ORDER BY t.task_id
             FOR UPDATE;
-        END IF;
+        END LOOP;
+    ELSIF others IS NOT NULL THEN
+        PERFORM 1 FROM corotask.tasks t
+        WHERE t.task_id = ANY (p_tasks || others)
+        ORDER BY t.task_id
+        FOR UPDATE;
     END IF;
     -- One statement writes the polls and their history, and gathers, as
     -- arrays, what the rest of the commit needs: the batch is handled as a

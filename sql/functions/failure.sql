@@ -96,6 +96,9 @@ DECLARE
     holder uuid;
     since timestamptz;
     root uuid;
+    -- Read once: corotask.now() is a COALESCE once inlined, which Citus
+    -- refuses in a distributed UPDATE (see commit_polls).
+    v_now timestamptz := corotask.now();
 BEGIN
     PERFORM corotask.lock_with_parent(p_task);
     UPDATE corotask.tasks SET
@@ -106,7 +109,7 @@ BEGIN
         claim = NULL,
         claim_expires_at = NULL,
         wake_at = NULL,
-        done_at = corotask.now(),
+        done_at = v_now,
         outcome = 'failed'
     WHERE task_id = p_task AND claim = p_claim
     RETURNING parent_id, last_error, attempts, claimed_by, claimed_at, root_id INTO parent, err, n, holder, since, root;
