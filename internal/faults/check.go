@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -141,9 +142,12 @@ func Check(ctx context.Context, db tasks.DB) (*Ledger, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if l.Unended, err = strs(ctx, db, `SELECT task_type || ' ' || task_id || ' ' || corotask.status(t) ||
-		' failures=' || failures || coalesce(' last_error=' || last_error, '')
-		FROM corotask.tasks t WHERE done_at IS NULL ORDER BY task_id LIMIT 20`); err != nil {
+	// The status as the CLI reads it (query.Status), which runs on Citus
+	// too, where corotask.status(t) does not.
+	if l.Unended, err = strs(ctx, db, `WITH `+query.Served+`
+		SELECT t.task_type || ' ' || t.task_id || ' ' || `+query.Status+` ||
+		' failures=' || t.failures || coalesce(' last_error=' || t.last_error, '')
+		FROM corotask.tasks t, served s WHERE t.done_at IS NULL ORDER BY t.task_id LIMIT 20`); err != nil {
 		return nil, err
 	}
 

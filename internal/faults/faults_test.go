@@ -359,3 +359,39 @@ func TestSampleLimits(t *testing.T) {
 	require.Equal(t, 1, within.NodeAtLimit)
 	require.Equal(t, 1, within.KeyAtLimit)
 }
+
+// TestFaultsOnCitus runs the short run of TestFaults on a Citus cluster
+// (COROTASK_CITUS_URL; skipped without it): its workers killed, frozen past
+// their heartbeat timeout and cut from the coordinator, with polls that
+// fail, panic and stall, and checks the ledger: nothing lost, nothing twice.
+// No flow controls (a type with them is not claimed on Citus), and no
+// restarts of the cluster, which other tests share.
+func TestFaultsOnCitus(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the fault harness needs Linux signals and /proc")
+	}
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	dir := *flagDir
+	if dir == "" {
+		dir = t.TempDir()
+	} else {
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+	}
+	cfg := faults.Config{
+		URL: db.Config().ConnString(), Dir: dir, Command: workerCommand,
+		Duration: 10 * time.Second, Workers: *flagWorkers, Seed: *flagSeed, Citus: true,
+		TrapRate: 0.15, PoisonRate: 0.3,
+		Logf: t.Logf,
+	}
+	r, err := faults.Run(ctx, cfg)
+	require.NoError(t, err)
+	t.Logf("faults on Citus: figures:\n%s", r)
+	if violations := r.Violations(); len(violations) > 0 {
+		t.Fatalf("faults on Citus: %d violations:\n%s", len(violations), strings.Join(violations, "\n"))
+	}
+	require.Zero(t, r.Ledger.Total.Lost)
+	require.Zero(t, r.Ledger.Total.Duplicated)
+	require.Positive(t, r.Ledger.CommittedPolls)
+	require.Positive(t, r.Ledger.AwaitedPolls, "no poll awaited its children")
+}

@@ -71,7 +71,12 @@ type Config struct {
 	// PriorityRate is the chance that a node is spawned with a priority
 	// above 0 (1 to 3) [0.3].
 	PriorityRate float64
-	Logf         func(format string, args ...any)
+	// Citus runs on a distributed database (URL names the coordinator): no
+	// flow controls are set or sampled (a type with them is not claimed
+	// there). The ledger's tables stay the coordinator's own, and the
+	// checks run once the tasks' tables are local again (undistribute).
+	Citus bool
+	Logf  func(format string, args ...any)
 }
 
 func (c Config) withDefaults() Config {
@@ -181,18 +186,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := CreateLedger(ctx, pool); err != nil {
 		return nil, err
 	}
-	if err := SetLimits(ctx, pool, cfg.NodeMaxRunning, cfg.TreeKeyLimit); err != nil {
-		return nil, err
-	}
-	began := time.Now()
-
 	// The limits sampler, from before the first claim until the workers
 	// have stopped.
-	limits := &Limits{NodeMaxRunning: cfg.NodeMaxRunning, TreeKeyLimit: cfg.TreeKeyLimit}
+	var limits *Limits
 	sampleCtx, stopSampler := context.WithCancel(ctx)
 	sampled := make(chan struct{})
-	go func() { defer close(sampled); h.sampleLimits(sampleCtx, limits) }()
+	if cfg.Citus {
+		close(sampled)
+	} else {
+		if err := SetLimits(ctx, pool, cfg.NodeMaxRunning, cfg.TreeKeyLimit); err != nil {
+			stopSampler()
+			return nil, err
+		}
+		limits = &Limits{NodeMaxRunning: cfg.NodeMaxRunning, TreeKeyLimit: cfg.TreeKeyLimit}
+		go func() { defer close(sampled); h.sampleLimits(sampleCtx, limits) }()
+	}
 	defer func() { stopSampler(); <-sampled }()
+	began := time.Now()
 
 	// Workers.
 	var supervisors sync.WaitGroup
@@ -266,6 +276,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	stopSampler()
 	<-sampled
 
+	if cfg.Citus {
+		if err := undistribute(ctx, pool); err != nil {
+			return nil, err
+		}
+	}
 	ledger, err := Check(ctx, pool)
 	if err != nil {
 		return nil, err

@@ -138,8 +138,12 @@ func (l *Limits) Record(s LimitSample) (over bool) {
 	return over || s.Uncounted > 0
 }
 
-// Violations lists the limits exceeded, empty when they held.
+// Violations lists the limits exceeded, empty when they held (or when the
+// run set none: l nil).
 func (l *Limits) Violations() []string {
+	if l == nil {
+		return nil
+	}
 	var v []string
 	if l.NodeMax > l.NodeMaxRunning {
 		v = append(v, fmt.Sprintf("%d running %s polls seen at once, above their maximum %d (%d readings above it)",
@@ -163,6 +167,9 @@ func (l *Limits) Violations() []string {
 
 // String prints the figures.
 func (l *Limits) String() string {
+	if l == nil {
+		return "limits: none set\n"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "limits: %d readings (%d failed)\n", l.Samples, l.SampleErrors)
 	fmt.Fprintf(&b, "  %-40s max seen %d, limit %d; readings at the limit %d, above %d; most ready waiting %d\n",
