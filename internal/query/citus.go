@@ -233,6 +233,31 @@ SELECT create_distributed_function('` + renewShardName + `(uuid, uuid[], uuid[],
 
 ALTER FUNCTION corotask.commit_polls RESET plan_cache_mode;
 
+-- The functions of the executor and of the API that write the distributed
+-- tables over several shards in one statement (an UPDATE by task ID,
+-- without its root) do so with Citus' commutative locks: by default Citus
+-- runs two such statements on a table one after the other (each holds
+-- locks on the shards it writes until its transaction ends), so that every
+-- commit waited for every other, and one that waited for a row a commit
+-- held while holding the shards that commit needed made a distributed
+-- deadlock. The shards have one placement each: the row locks order the
+-- writes, as on one server. None of these functions writes a reference
+-- table.
+DO $d$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN
+        SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
+        WHERE p.pronamespace = 'corotask'::regnamespace
+          AND p.proname IN ('commit_polls', 'release_claims', 'fail_poll', 'fail_claimed', 'record_lost',
+                            'deliver_all', 'deliver_one', 'send_to_task', 'create_tasks', 'cancel_task', 'operator_send')
+    LOOP
+        EXECUTE format('ALTER FUNCTION %s SET citus.all_modifications_commutative = on', f);
+    END LOOP;
+END
+$d$;
+
 -- What the functions test to take the Citus form of a statement (see
 -- commit_polls): set for the sessions that connect from now on.
 DO $d$
