@@ -196,7 +196,7 @@ func (g *gauge) enter() (leave func()) {
 }
 
 // createN creates n tasks of type typ in one call, and returns their IDs.
-func createN(t *testing.T, db tasks.DB, typ tasks.Type, n int) []tasks.ID {
+func createN(t testing.TB, db tasks.DB, typ tasks.Type, n int) []tasks.ID {
 	t.Helper()
 	specs := make([]tasks.Spec, n)
 	for i := range specs {

@@ -1,0 +1,68 @@
+package executor_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/corotask/corotask/executor"
+	"github.com/corotask/corotask/internal/testdb"
+)
+
+// BenchmarkOneshotCitus polls b.N one-shot tasks (each the root of a tree of
+// its own, so spread over every shard) with one executor on a Citus cluster
+// (COROTASK_CITUS_URL; skipped without it), and BenchmarkOneshotOneServer
+// the same on one server, for the ratio in one run:
+//
+//	go test ./executor -run '^$' -bench 'Oneshot(Citus|OneServer)' -benchtime 2000x
+func BenchmarkOneshotCitus(b *testing.B) {
+	benchOneshot(b, testdb.Citus(b))
+}
+
+func BenchmarkOneshotOneServer(b *testing.B) {
+	benchOneshot(b, testdb.New(b))
+}
+
+// committedPolls closes all once n polls have committed.
+type committedPolls struct {
+	executor.NoHooks
+	n   atomic.Int64
+	all chan struct{}
+}
+
+func (c *committedPolls) CommitDone(_ context.Context, info *executor.CommitInfo) {
+	if info.Err == nil && c.n.Add(-int64(info.Polls)) == 0 {
+		close(c.all)
+	}
+}
+
+// benchOneshot creates b.N tasks, then times one executor (Concurrency 64)
+// polling them all, until the last commit, and reports tasks/s.
+func benchOneshot(b *testing.B, db *pgxpool.Pool) {
+	ctx := context.Background()
+	createN(b, db, "one", b.N)
+	hooks := &committedPolls{all: make(chan struct{})}
+	hooks.n.Store(int64(b.N))
+	cfg := executor.Config{Concurrency: 64, PollInterval: 50 * time.Millisecond, Logger: testdb.Logger(b), Hooks: hooks}
+	e := executor.MustNew(db, cfg)
+	executor.Register(e, "one", executor.PollerFunc[json.RawMessage, json.RawMessage](
+		func(ctx context.Context, t *executor.Task[json.RawMessage, json.RawMessage]) (executor.Action, error) {
+			return executor.Done(), nil
+		}), executor.History(false))
+	b.ResetTimer()
+	began := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	<-hooks.all
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(began).Seconds(), "tasks/s")
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+}
