@@ -1,6 +1,7 @@
 package faults_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -365,7 +366,8 @@ func TestSampleLimits(t *testing.T) {
 // their heartbeat timeout and cut from the coordinator, with polls that
 // fail, panic and stall, and checks the ledger: nothing lost, nothing twice.
 // No flow controls (a type with them is not claimed on Citus), and no
-// restarts of the cluster, which other tests share.
+// restarts of the cluster, which other tests share. -faults.duration sets
+// how long faults are injected (default 10s).
 func TestFaultsOnCitus(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the fault harness needs Linux signals and /proc")
@@ -378,9 +380,10 @@ func TestFaultsOnCitus(t *testing.T) {
 	} else {
 		require.NoError(t, os.MkdirAll(dir, 0o755))
 	}
+	duration := cmp.Or(*flagDuration, 10*time.Second)
 	cfg := faults.Config{
 		URL: db.Config().ConnString(), Dir: dir, Command: workerCommand,
-		Duration: 10 * time.Second, Workers: *flagWorkers, Seed: *flagSeed, Citus: true,
+		Duration: duration, Workers: *flagWorkers, Seed: *flagSeed, Citus: true,
 		TrapRate: 0.15, PoisonRate: 0.3,
 		Logf: t.Logf,
 	}
