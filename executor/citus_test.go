@@ -121,9 +121,8 @@ func TestCitusTakeover(t *testing.T) {
 	require.Equal(t, 1, takenOver)
 }
 
-// On Citus, an executor renews the claims of its polls in flight (across
-// shards, in one statement), and a poll that outlives several renewals
-// commits.
+// On Citus, an executor renews the claims of its polls in flight (shard by
+// shard), and a poll that outlives several renewals commits.
 func TestCitusHeartbeatRenews(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -269,27 +268,5 @@ func TestCitusFailedPolls(t *testing.T) {
 // period, with their history, and keeps the others.
 func TestCitusRetention(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db := testdb.Citus(t)
-	cfg := fastConfig(t)
-	cfg.Retention = time.Hour
-	e := executor.MustNew(db, cfg)
-	old, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})
-	require.NoError(t, err)
-	recent, err := tasks.Create(ctx, db, tasks.Spec{Type: "a"})
-	require.NoError(t, err)
-	require.NoError(t, tasks.Cancel(ctx, db, old))
-	require.NoError(t, tasks.Cancel(ctx, db, recent))
-	_, err = db.Exec(ctx, `UPDATE corotask.tasks SET done_at = now() - interval '2 hours' WHERE task_id = $1`, old)
-	require.NoError(t, err)
-	n, err := e.DeleteExpired(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
-	_, err = tasks.Get(ctx, db, old)
-	require.ErrorIs(t, err, tasks.ErrNotFound)
-	_, err = tasks.Get(ctx, db, recent)
-	require.NoError(t, err)
-	var history int
-	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.history WHERE task_id = $1`, old).Scan(&history))
-	require.Zero(t, history)
+	checkRetentionDeletesExpired(t, testdb.Citus(t))
 }

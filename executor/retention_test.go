@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/executor"
@@ -14,8 +15,15 @@ import (
 
 func TestRetentionDeletesExpiredTasks(t *testing.T) {
 	t.Parallel()
+	checkRetentionDeletesExpired(t, testdb.New(t))
+}
+
+// checkRetentionDeletesExpired checks on db that DeleteExpired deletes the
+// task that ended before the retention period, with its history, and keeps
+// the one that ended within it and the live one.
+func checkRetentionDeletesExpired(t *testing.T, db *pgxpool.Pool) {
+	t.Helper()
 	ctx := context.Background()
-	db := testdb.New(t)
 	cfg := fastConfig(t)
 	cfg.Retention = time.Hour
 	e := executor.MustNew(db, cfg)
@@ -38,6 +46,9 @@ func TestRetentionDeletesExpiredTasks(t *testing.T) {
 		_, err = tasks.Get(ctx, db, id)
 		require.NoError(t, err)
 	}
+	var history int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.history WHERE task_id = $1`, old).Scan(&history))
+	require.Zero(t, history)
 }
 
 // Retention keeps an ended task's record while it has children, so that a
