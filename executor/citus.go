@@ -39,8 +39,42 @@ type distribution struct {
 	mu sync.Mutex
 	// claims is the claims' pool: two connections (the claim loop's, the
 	// priority lane's), opened with the executor's pool's settings. Closed
-	// when Run returns; PollOnce keeps it for its next call.
+	// when Run returns, and when PollOnce or DeleteExpired returns while no
+	// Run runs.
 	claims *pgxpool.Pool
+	// runs counts the Runs under way.
+	runs int
+}
+
+// begin counts a Run in, end out, closing the claims' pool after the last.
+func (d *distribution) begin() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.runs++
+}
+
+func (d *distribution) end() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.runs--
+	d.closeLocked()
+}
+
+// done closes the claims' pool unless a Run uses it: PollOnce and
+// DeleteExpired call it as they return.
+func (d *distribution) done() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closeLocked()
+}
+
+// closeLocked closes the claims' pool, if open and no Run uses it; d.mu is
+// held.
+func (d *distribution) closeLocked() {
+	if d.claims != nil && d.runs == 0 {
+		d.claims.Close()
+		d.claims = nil
+	}
 }
 
 // pool returns the claims' pool, opening it at first use.
@@ -58,16 +92,6 @@ func (d *distribution) pool(ctx context.Context, main *pgxpool.Pool) (*pgxpool.P
 	}
 	d.claims = p
 	return p, nil
-}
-
-// close closes the claims' pool, if open.
-func (d *distribution) close() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.claims != nil {
-		d.claims.Close()
-		d.claims = nil
-	}
 }
 
 // detect reads whether the tasks are distributed, and refuses a distributed
@@ -146,12 +170,15 @@ func (cl *claimer) claimShards(ctx context.Context, req claimRequest) ([]*claime
 		cl.hooks.claimDone(ctx, at, &req, 0, err)
 		return nil, time.Time{}, fmt.Errorf("claim: %w", dberr.Translate(err))
 	}
+	if len(roots) == 0 {
+		cl.hooks.claimDone(ctx, at, &req, 0, nil)
+	}
 	var out []*claimed
 	for _, r := range roots {
 		if req.total == 0 {
 			break
 		}
-		res, err := cl.claimOnShard(ctx, pool, r.Root, req, from, at)
+		res, err := cl.claimOnShard(ctx, pool, r.Root, req, from, time.Now())
 		if err != nil {
 			if len(out) > 0 {
 				// What the shards before took is claimed: poll it.
@@ -250,22 +277,18 @@ func (cl *claimer) claimOnShard(ctx context.Context, pool *pgxpool.Pool, root ta
 }
 
 // less is r after the tasks got were claimed: fewer in all, and fewer of
-// each capped type.
+// each capped type. A capped type whose cap is spent stays, with a cap of
+// 0: the claim takes none of it, where a type left out of the capped ones
+// would be uncapped in the search of expired claims (all).
 func (r claimRequest) less(got []*claimed) claimRequest {
 	r.total -= len(got)
 	if len(r.capped) == 0 || len(got) == 0 {
 		return r
 	}
-	capped, caps := slices.Clone(r.capped), slices.Clone(r.caps)
+	r.caps = slices.Clone(r.caps)
 	for _, c := range got {
-		if i := slices.Index(capped, string(c.typ)); i >= 0 {
-			caps[i]--
-		}
-	}
-	r.capped, r.caps = r.capped[:0:0], r.caps[:0:0]
-	for i, typ := range capped {
-		if caps[i] > 0 {
-			r.capped, r.caps = append(r.capped, typ), append(r.caps, caps[i])
+		if i := slices.Index(r.capped, string(c.typ)); i >= 0 && r.caps[i] > 0 {
+			r.caps[i]--
 		}
 	}
 	return r

@@ -104,14 +104,19 @@ func TestCitusTakeover(t *testing.T) {
 		return e
 	}
 	go func() { _, _ = newExecutor(1).PollOnce(context.Background()) }()
-	require.Equal(t, 1, <-entered)
+	select {
+	case n := <-entered:
+		require.Equal(t, 1, n)
+	case <-time.After(testdb.Patience):
+		t.Fatal("the first executor did not claim the task")
+	}
 	tag, err := db.Exec(ctx, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second' WHERE task_id = $1`, id)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, tag.RowsAffected())
 	n, err := newExecutor(2).PollOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	require.Equal(t, 2, <-entered)
+	require.Equal(t, 2, <-entered) // buffered: PollOnce returned after the poll
 	task, err := tasks.Get(ctx, db, id)
 	require.NoError(t, err)
 	require.Equal(t, tasks.StatusDone, task.Status)
@@ -269,4 +274,29 @@ func TestCitusFailedPolls(t *testing.T) {
 func TestCitusRetention(t *testing.T) {
 	t.Parallel()
 	checkRetentionDeletesExpired(t, testdb.Citus(t))
+}
+
+// On Citus, a type's MaxConcurrency bounds a claim over every shard, its
+// expired claims included: of twelve tasks whose claims expired, spread over
+// the shards, PollOnce takes two.
+func TestCitusMaxConcurrency(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	createN(t, db, "capped", 12)
+	_, err := db.Exec(ctx, `UPDATE corotask.tasks SET claim = '00000000-0000-0000-0000-000000000001',
+		claim_expires_at = now() - interval '1 second', attempts = 1`)
+	require.NoError(t, err)
+	e := executor.MustNew(db, fastConfig(t))
+	executor.Register(e, "capped", executor.PollerFunc[json.RawMessage, json.RawMessage](
+		func(ctx context.Context, t *executor.Task[json.RawMessage, json.RawMessage]) (executor.Action, error) {
+			return executor.Done(), nil
+		}), executor.MaxConcurrency(2))
+	n, err := e.PollOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	var shards int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(DISTINCT get_shard_id_for_distribution_column('corotask.tasks', root_id))
+		FROM corotask.tasks`).Scan(&shards))
+	require.Greater(t, shards, 2, "the expired claims lie on several shards")
 }

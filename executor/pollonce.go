@@ -20,6 +20,7 @@ import (
 // that fails with an error of class 42 counts nothing against the task: the
 // claims it holds are given back, and it returns at once.
 func (e *Executor) PollOnce(ctx context.Context) (int, error) {
+	defer e.env.distribution.done()
 	req := e.claimer.request()
 	req.stale = true
 	if req.total == 0 {

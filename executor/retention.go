@@ -42,6 +42,7 @@ func (r retention) run(ctx context.Context) {
 // first, their parents at a later pass. Cancel then always reaches every live
 // descendant of a task through the records of its ended ones.
 func (e *Executor) DeleteExpired(ctx context.Context) (int, error) {
+	defer e.env.distribution.done()
 	return retention{e.env}.deleteExpired(ctx)
 }
 

@@ -32,6 +32,8 @@ import (
 // (the *sql.SchemaError when the schema no longer fits).
 func (e *Executor) Run(ctx context.Context) error {
 	v := e.env
+	v.distribution.begin()
+	defer v.distribution.end()
 	if err := checkPooler(ctx, v); err != nil {
 		return err
 	}
@@ -87,7 +89,6 @@ func (e *Executor) Run(ctx context.Context) error {
 	svcs.stop()
 	v.canceled.flush()
 	v.pollers.end()
-	v.distribution.close()
 	v.log.Info("corotask: executor stopped")
 	return stopErr
 }

@@ -7,8 +7,10 @@ package heartbeat
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,8 +78,7 @@ type Keeper struct {
 	// renewal reuses: the claims it sends and the set of those renewed.
 	renewing sync.Mutex
 	conn     *pgx.Conn
-	// distributed makes renewals wait for the rows others hold (see
-	// SetDistributed).
+	// distributed makes renewals go shard by shard (see SetDistributed).
 	distributed atomic.Bool
 	ids         uuids
 	tokens      uuids
@@ -305,7 +306,7 @@ func (k *Keeper) Renew(ctx context.Context) error {
 			continue // finished (or re-claimed) while we renewed
 		}
 		switch {
-		case err == nil && renewed[id]:
+		case renewed[id]: // renewed, even when another shard's renewal failed
 			e.renewed = sent
 		case err == nil && held[id] && k.now().Sub(e.renewed) < k.cfg.Timeout:
 			// Busy in another transaction, but still ours: next time.
@@ -340,24 +341,39 @@ func (k *Keeper) Renew(ctx context.Context) error {
 }
 
 // renewAll renews the claims ids, tokens in one statement, adding those
-// renewed to out.
+// renewed to out; none when it fails.
 func (k *Keeper) renewAll(ctx context.Context, out map[tasks.ID]bool, ids, tokens uuids) error {
-	return k.collect(ctx, out, query.HeartbeatRenew, ids, tokens, k.cfg.Timeout.Seconds())
+	err := k.collect(ctx, out, query.HeartbeatRenew, ids, tokens, k.cfg.Timeout.Seconds())
+	if err != nil {
+		clear(out) // the statement's rows read before it failed were not renewed
+	}
+	return err
 }
 
 // renewByShard is renewAll on a database whose tasks Citus distributes
-// (see SetDistributed).
+// (see SetDistributed): one statement per shard, each committed on its own.
+// A shard whose renewal fails (its worker down, its shard being moved) does
+// not keep the others from being renewed: out holds what every other shard
+// renewed, and the error joins the failures.
 func (k *Keeper) renewByShard(ctx context.Context, out map[tasks.ID]bool, ids, tokens uuids) error {
 	roots := map[tasks.ID]bool{}
 	if err := k.collect(ctx, roots, query.CitusShardsOfTasks, ids); err != nil {
 		return err
 	}
+	var errs []error
+	shard := map[tasks.ID]bool{}
 	for root := range roots {
-		if err := k.collect(ctx, out, query.RenewShard, root, ids, tokens, k.cfg.Timeout.Seconds()); err != nil {
-			return err
+		clear(shard)
+		if err := k.collect(ctx, shard, query.RenewShard, root, ids, tokens, k.cfg.Timeout.Seconds()); err != nil {
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
+			continue
 		}
+		maps.Copy(out, shard)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // severedRetries is how many times in a row a renewal whose connection was

@@ -53,23 +53,6 @@ CREATE TABLE IF NOT EXISTS faults.anomalies (
 );`
 
 // CreateLedger creates the ledger tables (schema faults) in db.
-// undistribute makes the tables of a Citus run that the checks read local
-// to the coordinator again, once its workers have stopped: the checks then
-// read the tasks, messages and history as they ended, and join them with
-// the ledger (the coordinator's own tables), which Citus refuses over
-// distributed tables. (control_history, which they
-// do not read, stays: Citus cannot undistribute its identity column.)
-func undistribute(ctx context.Context, db tasks.DB) error {
-	_, err := db.Exec(ctx, `SELECT set_config('client_min_messages', 'warning', false),
-		(SELECT count(undistribute_table(t::regclass)) FROM unnest(ARRAY['corotask.history', 'corotask.messages', 'corotask.tasks',
-			'corotask.executors', 'corotask.type_controls', 'corotask.key_limits', 'corotask.rate_limits',
-			'corotask.key_windows']) AS t)`)
-	if err != nil {
-		return fmt.Errorf("faults: make the tables local again for the checks: %w", err)
-	}
-	return nil
-}
-
 func CreateLedger(ctx context.Context, db tasks.DB) error {
 	if _, err := db.Exec(ctx, ledgerSQL); err != nil {
 		return fmt.Errorf("create ledger: %w", err)
@@ -94,3 +77,20 @@ WITH p AS (
     SELECT $2, $1, w FROM unnest($10::text[]) AS w
 )
 SELECT 1`
+
+// undistribute makes the tables of a Citus run that the checks read local
+// to the coordinator again, once its workers have stopped: the checks then
+// read the tasks, messages and history as they ended, and join them with
+// the ledger (the coordinator's own tables), which Citus refuses over
+// distributed tables. (control_history, which they
+// do not read, stays: Citus cannot undistribute its identity column.)
+func undistribute(ctx context.Context, db tasks.DB) error {
+	_, err := db.Exec(ctx, `SELECT set_config('client_min_messages', 'warning', false),
+		(SELECT count(undistribute_table(t::regclass)) FROM unnest(ARRAY['corotask.history', 'corotask.messages', 'corotask.tasks',
+			'corotask.executors', 'corotask.type_controls', 'corotask.key_limits', 'corotask.rate_limits',
+			'corotask.key_windows']) AS t)`)
+	if err != nil {
+		return fmt.Errorf("faults: make the tables local again for the checks: %w", err)
+	}
+	return nil
+}

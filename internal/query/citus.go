@@ -101,12 +101,16 @@ func digest(statement string) string {
 }
 
 // CitusShardsToClean reads, over every shard, the roots of up to $2 tasks
-// that ended more than $1 seconds ago, each with its shard: retention on
-// Citus deletes shard by shard (RetentionShard), one root per shard.
+// that ended more than $1 seconds ago and have no children (those
+// RetentionDelete deletes), the oldest first, each with its shard:
+// retention on Citus deletes shard by shard (RetentionShard), one root per
+// shard.
 const CitusShardsToClean = `SELECT DISTINCT ON (s.shard) s.shard, s.root_id FROM (
     SELECT get_shard_id_for_distribution_column('corotask.tasks', r.root_id) AS shard, r.root_id FROM (
-        SELECT root_id FROM corotask.tasks
-        WHERE done_at IS NOT NULL AND done_at < corotask.now() - make_interval(secs => $1)
+        SELECT t.root_id FROM corotask.tasks t
+        WHERE t.done_at IS NOT NULL AND t.done_at < corotask.now() - make_interval(secs => $1)
+          AND NOT EXISTS (SELECT 1 FROM corotask.tasks c WHERE c.root_id = t.root_id AND c.parent_id = t.task_id)
+        ORDER BY t.done_at
         LIMIT $2
     ) r
 ) s`
@@ -150,9 +154,12 @@ var claimShardTables = []struct{ table, shard string }{
 // on Citus then claims none of those types (their controls would need the
 // counts of every shard).
 func ClaimShardFunctions() string {
-	claim := Claim
+	// The statements become format() strings: a % of theirs is doubled
+	// first, before the names of the tables are.
+	escape := func(q string) string { return strings.ReplaceAll(q, "%", "%%") }
+	claim := escape(Claim)
 	claim = strings.ReplaceAll(claim, "corotask.inbox_window(", "corotask.inbox_window_in(%2$L::regclass, ")
-	retention, renew := RetentionDelete, HeartbeatRenew
+	retention, renew := escape(RetentionDelete), escape(HeartbeatRenew)
 	for _, t := range claimShardTables {
 		claim = strings.ReplaceAll(claim, t.table, t.shard)
 		retention = strings.ReplaceAll(retention, t.table, t.shard)
