@@ -300,3 +300,58 @@ func TestCitusMaxConcurrency(t *testing.T) {
 		FROM corotask.tasks`).Scan(&shards))
 	require.Greater(t, shards, 2, "the expired claims lie on several shards")
 }
+
+// On Citus, a type with flow controls is not claimed (its limits would
+// need every shard's counts), and the executor's other types are.
+func TestCitusLeavesControlledTypes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	require.NoError(t, tasks.SetMaxRunning(ctx, db, "limited", 5, tasks.AllowNewType()))
+	limited, err := tasks.Create(ctx, db, tasks.Spec{Type: "limited"})
+	require.NoError(t, err)
+	plain, err := tasks.Create(ctx, db, tasks.Spec{Type: "plain"})
+	require.NoError(t, err)
+	e := executor.MustNew(db, fastConfig(t))
+	done := executor.PollerFunc[json.RawMessage, json.RawMessage](
+		func(ctx context.Context, t *executor.Task[json.RawMessage, json.RawMessage]) (executor.Action, error) {
+			return executor.Done(), nil
+		})
+	executor.Register(e, "limited", done)
+	executor.Register(e, "plain", done)
+	total := 0
+	for range 3 {
+		n, err := e.PollOnce(ctx)
+		require.NoError(t, err)
+		total += n
+	}
+	require.Equal(t, 1, total)
+	task, err := tasks.Get(ctx, db, plain)
+	require.NoError(t, err)
+	require.Equal(t, tasks.StatusDone, task.Status)
+	task, err = tasks.Get(ctx, db, limited)
+	require.NoError(t, err)
+	require.Zero(t, task.Attempts, "never claimed")
+}
+
+// On Citus, an executor refuses to start without its build's claim
+// function (a database distributed or migrated last by another build), and
+// says to migrate.
+func TestCitusRefusesWithoutTheClaimFunction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	var fn string
+	require.NoError(t, db.QueryRow(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p
+		WHERE p.pronamespace = 'corotask'::regnamespace AND p.proname LIKE 'claim\_shard\_%'`).Scan(&fn))
+	_, err := db.Exec(ctx, `DROP FUNCTION `+fn)
+	require.NoError(t, err)
+	e := executor.MustNew(db, fastConfig(t))
+	executor.Register(e, "job", executor.PollerFunc[json.RawMessage, json.RawMessage](
+		func(ctx context.Context, t *executor.Task[json.RawMessage, json.RawMessage]) (executor.Action, error) {
+			return executor.Done(), nil
+		}))
+	_, err = e.PollOnce(ctx)
+	require.ErrorContains(t, err, "lacks this build's claim function: run corotask migrate")
+	require.ErrorContains(t, e.Run(ctx), "lacks this build's claim function")
+}
