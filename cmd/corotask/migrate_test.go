@@ -117,3 +117,31 @@ func TestCommandsOnAMissingDatabaseSayToMigrate(t *testing.T) {
 	}
 	require.False(t, databaseExists(t, name))
 }
+
+// migrate --citus on a database without the citus extension changes
+// nothing and says what to do first.
+func TestMigrateCitusWithoutCitus(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	r := c.run("migrate", "--citus")
+	require.Equal(t, exitError, r.code, "%s", r)
+	require.Contains(t, r.stderr, "has no citus extension: create it on every node first")
+	c.create("--type", "t")
+	require.Equal(t, 1, c.count(), "the schema still works")
+}
+
+// On a Citus cluster (COROTASK_CITUS_URL), migrate --citus on a database
+// distributed already says so and changes nothing; the tables stay
+// distributed by root.
+func TestMigrateCitusAgain(t *testing.T) {
+	t.Parallel()
+	db := testdb.Citus(t)
+	c := &cli{t: t, url: db.Config().ConnString()}
+	out := c.ok("migrate", "--citus")
+	require.Contains(t, out, "schema up to date")
+	require.Contains(t, out, "distributed over the Citus cluster")
+	var column string
+	require.NoError(t, db.QueryRow(context.Background(),
+		`SELECT column_to_column_name(logicalrelid, partkey) FROM pg_dist_partition WHERE logicalrelid = 'corotask.tasks'::regclass`).Scan(&column))
+	require.Equal(t, "root_id", column)
+}
