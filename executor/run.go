@@ -113,7 +113,8 @@ func (e *Executor) services() []service {
 }
 
 // startChecked checks the schema as Run starts, after any fault an earlier
-// Run or PollOnce left. A database that cannot be reached yet (restarting,
+// Run or PollOnce left, and whether Citus distributes the tasks (see
+// distribution). A database that cannot be reached yet (restarting,
 // failing over, behind a pooler whose logins fail) is waited for, as the
 // claim loop waits for it later: a process started during an outage is not
 // an error. A schema that does not fit, or any other answer, is returned.

@@ -36,9 +36,8 @@ func ClaimShardExists() string {
 
 // CitusShardsWithWork reads, over every shard, the roots of the first $2
 // ready tasks of the types $1 of priority $4 or more (by priority, then
-// age), and when $3 the
-// roots of up to $2 tasks of those types whose claim expired; each with its
-// shard, in that order. The executor claims on the shards they name, one
+// age), and when $3 the roots of up to $2 tasks of those types whose claim
+// expired; each with its shard, in that order. The executor claims on the shards they name, one
 // root per shard (see claim_shard). The second statement of the read,
 // CitusNextWake, says when to look again.
 const CitusShardsWithWork = `
