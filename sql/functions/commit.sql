@@ -88,8 +88,8 @@ DECLARE
     -- (corotask.now(), timestamptz + interval) inside a CASE of an UPDATE
     -- of a distributed table; a variable is a parameter of the statement.
     v_now timestamptz := corotask.now();
-    lock_root uuid;       -- on Citus, the rows are locked tree by tree ...
-    lock_ids uuid[];      -- ... these of the tree
+    lock_roots uuid[];    -- on Citus, the rows are locked shard by shard: its trees ...
+    lock_ids uuid[];      -- ... and these rows of them
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(p_actions) AS a
                WHERE a IS NULL OR a NOT IN ('yield', 'sleep', 'until', 'suspend', 'await', 'done')) THEN
@@ -126,15 +126,17 @@ BEGIN
         -- corotask.distributed), FOR UPDATE runs only on one shard, and a
         -- statement over several shards locks their rows in parallel, in
         -- no order: every commit locks its tasks too, with the rows beyond
-        -- them, tree by tree, in the order of (root_id, task_id).
-        FOR lock_root, lock_ids IN
-            SELECT t.root_id, array_agg(t.task_id) FROM corotask.tasks t
+        -- them, shard by shard, in the order of (shard, task_id), one
+        -- statement per shard (its trees' roots named: Citus routes FOR
+        -- UPDATE with several roots when they share a shard).
+        FOR lock_roots, lock_ids IN
+            SELECT array_agg(DISTINCT t.root_id), array_agg(t.task_id) FROM corotask.tasks t
             WHERE t.task_id = ANY (p_tasks || others)
-            GROUP BY t.root_id
-            ORDER BY t.root_id
+            GROUP BY pg_catalog.get_shard_id_for_distribution_column('corotask.tasks', t.root_id)
+            ORDER BY pg_catalog.get_shard_id_for_distribution_column('corotask.tasks', t.root_id)
         LOOP
             PERFORM 1 FROM corotask.tasks t
-            WHERE t.root_id = lock_root AND t.task_id = ANY (lock_ids)
+            WHERE t.root_id = ANY (lock_roots) AND t.task_id = ANY (lock_ids)
             ORDER BY t.task_id
             FOR UPDATE;
         END LOOP;
