@@ -2,7 +2,6 @@ package executor_test
 
 import (
 	"context"
-	"encoding/json"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,10 +48,7 @@ func benchOneshot(b *testing.B, db *pgxpool.Pool) {
 	hooks.n.Store(int64(b.N))
 	cfg := executor.Config{Concurrency: 64, PollInterval: 50 * time.Millisecond, Logger: testdb.Logger(b), Hooks: hooks}
 	e := executor.MustNew(db, cfg)
-	executor.Register(e, "one", executor.PollerFunc[json.RawMessage, json.RawMessage](
-		func(ctx context.Context, t *executor.Task[json.RawMessage, json.RawMessage]) (executor.Action, error) {
-			return executor.Done(), nil
-		}), executor.History(false))
+	executor.Register(e, "one", executor.PollerFunc[any, any](doneAtOnce), executor.History(false))
 	b.ResetTimer()
 	began := time.Now()
 	ctx, cancel := context.WithCancel(ctx)

@@ -288,10 +288,7 @@ func TestCitusMaxConcurrency(t *testing.T) {
 		claim_expires_at = now() - interval '1 second', attempts = 1`)
 	require.NoError(t, err)
 	e := executor.MustNew(db, fastConfig(t))
-	executor.Register(e, "capped", executor.PollerFunc[json.RawMessage, json.RawMessage](
-		func(ctx context.Context, t *executor.Task[json.RawMessage, json.RawMessage]) (executor.Action, error) {
-			return executor.Done(), nil
-		}), executor.MaxConcurrency(2))
+	executor.Register(e, "capped", executor.PollerFunc[any, any](doneAtOnce), executor.MaxConcurrency(2))
 	n, err := e.PollOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
@@ -313,12 +310,8 @@ func TestCitusLeavesControlledTypes(t *testing.T) {
 	plain, err := tasks.Create(ctx, db, tasks.Spec{Type: "plain"})
 	require.NoError(t, err)
 	e := executor.MustNew(db, fastConfig(t))
-	done := executor.PollerFunc[json.RawMessage, json.RawMessage](
-		func(ctx context.Context, t *executor.Task[json.RawMessage, json.RawMessage]) (executor.Action, error) {
-			return executor.Done(), nil
-		})
-	executor.Register(e, "limited", done)
-	executor.Register(e, "plain", done)
+	executor.Register(e, "limited", executor.PollerFunc[any, any](doneAtOnce))
+	executor.Register(e, "plain", executor.PollerFunc[any, any](doneAtOnce))
 	total := 0
 	for range 3 {
 		n, err := e.PollOnce(ctx)
@@ -347,10 +340,7 @@ func TestCitusRefusesWithoutTheClaimFunction(t *testing.T) {
 	_, err := db.Exec(ctx, `DROP FUNCTION `+fn)
 	require.NoError(t, err)
 	e := executor.MustNew(db, fastConfig(t))
-	executor.Register(e, "job", executor.PollerFunc[json.RawMessage, json.RawMessage](
-		func(ctx context.Context, t *executor.Task[json.RawMessage, json.RawMessage]) (executor.Action, error) {
-			return executor.Done(), nil
-		}))
+	executor.Register(e, "job", executor.PollerFunc[any, any](doneAtOnce))
 	_, err = e.PollOnce(ctx)
 	require.ErrorContains(t, err, "lacks this build's claim function: run corotask migrate")
 	require.ErrorContains(t, e.Run(ctx), "lacks this build's claim function")
