@@ -124,16 +124,35 @@ var RetentionShard = `SELECT ` + retentionShardName + `($1, $2, $3)`
 // flow controls are not claimed on Citus: see claim_shard).
 const CitusSettings = "SELECT set_config('jit', 'off', true)"
 
-// claimShardTables are the tables Claim reads or writes and the name each
-// takes in claim_shard's format string: the shard of the tasks, messages
-// and history of the root the function was called with, and the worker's
-// copy of the reference table type_controls. Longer names first: a name
-// that begins with another is replaced whole.
+// claimShardTables are the tables the statements run on a shard read or
+// write, and the name each takes in their format strings: the shard of the
+// tasks, messages and history of the root p_key, and the worker's copy of
+// the reference table type_controls (shardTables, in that order). Longer
+// names first: a name that begins with another is replaced whole.
 var claimShardTables = []struct{ table, shard string }{
 	{"corotask.type_controls", "%4$s"},
 	{"corotask.messages", "%2$s"},
 	{"corotask.history", "%3$s"},
 	{"corotask.tasks", "%1$s"},
+}
+
+// shardTables are the arguments of the format strings of onShard: the
+// names of the shards of p_key's root, and of type_controls' copy.
+const shardTables = `
+        pg_catalog.shard_name('corotask.tasks', pg_catalog.get_shard_id_for_distribution_column('corotask.tasks', p_key)),
+        pg_catalog.shard_name('corotask.messages', pg_catalog.get_shard_id_for_distribution_column('corotask.messages', p_key)),
+        pg_catalog.shard_name('corotask.history', pg_catalog.get_shard_id_for_distribution_column('corotask.history', p_key)),
+        pg_catalog.shard_name('corotask.type_controls',
+            (SELECT s.shardid FROM pg_catalog.pg_dist_shard s WHERE s.logicalrelid = 'corotask.type_controls'::regclass))`
+
+// onShard is statement as a format string over shardTables: its own %
+// doubled, then the tables named by their position.
+func onShard(statement string) string {
+	q := strings.ReplaceAll(statement, "%", "%%")
+	for _, t := range claimShardTables {
+		q = strings.ReplaceAll(q, t.table, t.shard)
+	}
+	return q
 }
 
 // ClaimShardFunctions is the SQL that sql.Distribute (and sql.Migrate, on
@@ -153,17 +172,8 @@ var claimShardTables = []struct{ table, shard string }{
 // on Citus then claims none of those types (their controls would need the
 // counts of every shard).
 func ClaimShardFunctions() string {
-	// The statements become format() strings: a % of theirs is doubled
-	// first, before the names of the tables are.
-	escape := func(q string) string { return strings.ReplaceAll(q, "%", "%%") }
-	claim := escape(Claim)
-	claim = strings.ReplaceAll(claim, "corotask.inbox_window(", "corotask.inbox_window_in(%2$L::regclass, ")
-	retention, renew := escape(RetentionDelete), escape(HeartbeatRenew)
-	for _, t := range claimShardTables {
-		claim = strings.ReplaceAll(claim, t.table, t.shard)
-		retention = strings.ReplaceAll(retention, t.table, t.shard)
-		renew = strings.ReplaceAll(renew, t.table, t.shard)
-	}
+	claim := strings.ReplaceAll(onShard(Claim), "corotask.inbox_window(", "corotask.inbox_window_in(%2$L::regclass, ")
+	retention, renew := onShard(RetentionDelete), onShard(HeartbeatRenew)
 	return `
 CREATE OR REPLACE FUNCTION corotask.inbox_window_in(p_messages regclass, p_task uuid, p_after bigint, p_upto bigint,
     p_limit integer, OUT envelopes jsonb[], OUT seqs bigint[])
@@ -185,15 +195,8 @@ RETURNS TABLE (task_id uuid, task_type text, parent_id uuid, inner_state jsonb, 
     more boolean, claim uuid, failures integer, attempts integer, taken_over boolean, at timestamptz, trace jsonb,
     floors timestamptz[], stale_floor timestamptz, task_key text, woke smallint)
 LANGUAGE plpgsql SET search_path = '' SET enable_seqscan = off SET jit = off AS $f$
-DECLARE
-    shard bigint := pg_catalog.get_shard_id_for_distribution_column('corotask.tasks', p_key);
 BEGIN
-    RETURN QUERY EXECUTE format($claim$` + claim + `$claim$,
-        pg_catalog.shard_name('corotask.tasks', shard),
-        pg_catalog.shard_name('corotask.messages', pg_catalog.get_shard_id_for_distribution_column('corotask.messages', p_key)),
-        pg_catalog.shard_name('corotask.history', pg_catalog.get_shard_id_for_distribution_column('corotask.history', p_key)),
-        pg_catalog.shard_name('corotask.type_controls',
-            (SELECT s.shardid FROM pg_catalog.pg_dist_shard s WHERE s.logicalrelid = 'corotask.type_controls'::regclass)))
+    RETURN QUERY EXECUTE format($claim$` + claim + `$claim$, ` + shardTables + `)
     USING p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12;
 END
 $f$;
@@ -208,10 +211,7 @@ LANGUAGE plpgsql SET search_path = '' AS $f$
 DECLARE
     n bigint;
 BEGIN
-    EXECUTE format($retention$` + retention + `$retention$,
-        pg_catalog.shard_name('corotask.tasks', pg_catalog.get_shard_id_for_distribution_column('corotask.tasks', p_key)),
-        pg_catalog.shard_name('corotask.messages', pg_catalog.get_shard_id_for_distribution_column('corotask.messages', p_key)),
-        pg_catalog.shard_name('corotask.history', pg_catalog.get_shard_id_for_distribution_column('corotask.history', p_key)))
+    EXECUTE format($retention$` + retention + `$retention$, ` + shardTables + `)
     INTO n
     USING p1, p2;
     RETURN n;
@@ -225,11 +225,7 @@ CREATE OR REPLACE FUNCTION ` + renewShardName + `(p_key uuid, p1 uuid[], p2 uuid
 RETURNS TABLE (task_id uuid)
 LANGUAGE plpgsql SET search_path = '' AS $f$
 BEGIN
-    RETURN QUERY EXECUTE format($renew$` + renew + `$renew$,
-        pg_catalog.shard_name('corotask.tasks', pg_catalog.get_shard_id_for_distribution_column('corotask.tasks', p_key)),
-        NULL, NULL,
-        pg_catalog.shard_name('corotask.type_controls',
-            (SELECT s.shardid FROM pg_catalog.pg_dist_shard s WHERE s.logicalrelid = 'corotask.type_controls'::regclass)))
+    RETURN QUERY EXECUTE format($renew$` + renew + `$renew$, ` + shardTables + `)
     USING p1, p2, p3;
 END
 $f$;
@@ -238,6 +234,7 @@ SELECT create_distributed_function('` + renewShardName + `(uuid, uuid[], uuid[],
     'p_key', colocate_with => 'corotask.tasks', force_delegation => true);
 
 ALTER FUNCTION corotask.commit_polls RESET plan_cache_mode;
+ALTER FUNCTION corotask.deliver_all RESET plan_cache_mode;
 
 -- The functions of the executor and of the API that write the distributed
 -- tables over several shards in one statement (an UPDATE by task ID,
@@ -271,6 +268,5 @@ BEGIN
     EXECUTE format('ALTER DATABASE %I SET corotask.distributed = on', current_database());
 END
 $d$;
-ALTER FUNCTION corotask.deliver_all RESET plan_cache_mode;
 `
 }
