@@ -14,6 +14,7 @@ import (
 
 	"github.com/corotask/corotask/internal/dberr"
 	"github.com/corotask/corotask/internal/query"
+	corosql "github.com/corotask/corotask/sql"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -98,16 +99,12 @@ func (d *distribution) pool(ctx context.Context, main *pgxpool.Pool) (*pgxpool.P
 // database without this build's claim function (a database distributed,
 // or migrated last, by another build: sql.Migrate makes it).
 func (d *distribution) detect(ctx context.Context, db tasks.DB) error {
-	var installed, distributed, claims bool
-	if err := db.QueryRow(ctx, query.CitusInstalled).Scan(&installed); err != nil {
-		return fmt.Errorf("look for the citus extension: %w", dberr.Translate(err))
-	}
-	if installed {
-		if err := db.QueryRow(ctx, query.CitusDistributed).Scan(&distributed); err != nil {
-			return fmt.Errorf("look for the distribution of corotask.tasks: %w", dberr.Translate(err))
-		}
+	distributed, err := corosql.Distributed(ctx, db)
+	if err != nil {
+		return dberr.Translate(err)
 	}
 	if distributed {
+		var claims bool
 		if err := db.QueryRow(ctx, query.ClaimShardExists()).Scan(&claims); err != nil {
 			return fmt.Errorf("look for the claim function of this build: %w", dberr.Translate(err))
 		}

@@ -38,14 +38,9 @@ func Distribute(ctx context.Context, db tasks.DB) error {
 // Migrate has just made again. Unless must, it does nothing on a database
 // that is not distributed.
 func citusFunctions(ctx context.Context, tx pgx.Tx, must bool) error {
-	var citus, distributed bool
-	if err := tx.QueryRow(ctx, query.CitusInstalled).Scan(&citus); err != nil {
-		return fmt.Errorf("look for the citus extension: %w", err)
-	}
-	if citus {
-		if err := tx.QueryRow(ctx, query.CitusDistributed).Scan(&distributed); err != nil {
-			return fmt.Errorf("look for the distribution of corotask.tasks: %w", err)
-		}
+	distributed, err := Distributed(ctx, tx)
+	if err != nil {
+		return err
 	}
 	if !distributed {
 		if must {
@@ -57,4 +52,20 @@ func citusFunctions(ctx context.Context, tx pgx.Tx, must bool) error {
 		return fmt.Errorf("make the claim functions of a distributed database: %w", err)
 	}
 	return nil
+}
+
+// Distributed reports whether Citus distributes db's tasks (Distribute
+// did). On a server without Citus it reads nothing of Citus' catalog.
+func Distributed(ctx context.Context, db tasks.DB) (bool, error) {
+	var citus, distributed bool
+	if err := db.QueryRow(ctx, query.CitusInstalled).Scan(&citus); err != nil {
+		return false, fmt.Errorf("look for the citus extension: %w", err)
+	}
+	if !citus {
+		return false, nil
+	}
+	if err := db.QueryRow(ctx, query.CitusDistributed).Scan(&distributed); err != nil {
+		return false, fmt.Errorf("look for the distribution of corotask.tasks: %w", err)
+	}
+	return distributed, nil
 }
