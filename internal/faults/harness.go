@@ -543,24 +543,41 @@ type slot struct {
 	index    int
 	freezing atomic.Bool
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	started time.Time
+	mu  sync.Mutex
+	cmd *exec.Cmd
+	// ready is whether cmd has set its signal handlers (see
+	// WorkerConfig.ReadyFD).
+	ready bool
 }
 
 // signal sends sig to the slot's current process; false if there is none.
 // Signals a worker handles itself (SIGUSR1, SIGUSR2, SIGHUP) are sent only
-// to a worker that has had time to set up its handlers.
+// to a worker that has said its handlers are set.
 func (s *slot) signal(sig syscall.Signal) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd == nil || s.cmd.Process == nil {
 		return false
 	}
-	if (sig == syscall.SIGUSR1 || sig == syscall.SIGUSR2 || sig == syscall.SIGHUP) && time.Since(s.started) < 500*time.Millisecond {
+	if (sig == syscall.SIGUSR1 || sig == syscall.SIGUSR2 || sig == syscall.SIGHUP) && !s.ready {
 		return false
 	}
 	return s.cmd.Process.Signal(sig) == nil
+}
+
+// awaitReady marks cmd ready once it writes its byte on r (or never, if it
+// dies first), and closes r.
+func (s *slot) awaitReady(cmd *exec.Cmd, r *os.File) {
+	defer r.Close()
+	var b [1]byte
+	if n, _ := r.Read(b[:]); n == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == cmd {
+		s.ready = true
+	}
 }
 
 func (s *slot) supervise() {
@@ -581,24 +598,36 @@ func (s *slot) supervise() {
 			DisableListen: h.cfg.DisableListen,
 			PriorityRate:  h.cfg.PriorityRate,
 		}
+		wc.ReadyFD = 3 // the first of cmd.ExtraFiles
 		cmd, err := h.cfg.Command(wc)
+		var readyR, readyW *os.File
+		if err == nil {
+			readyR, readyW, err = os.Pipe()
+		}
 		if err == nil {
 			var f *os.File
 			if f, err = os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
 				cmd.Stdout, cmd.Stderr = f, f
+				cmd.ExtraFiles = []*os.File{readyW}
 				s.mu.Lock()
 				err = cmd.Start()
 				if err == nil {
-					s.cmd, s.started = cmd, time.Now()
+					s.cmd, s.ready = cmd, false
 				}
 				s.mu.Unlock()
+				_ = readyW.Close() // the worker's copy stays open
 				if err == nil {
+					go s.awaitReady(cmd, readyR)
 					err = cmd.Wait()
 					s.mu.Lock()
-					s.cmd = nil
+					s.cmd, s.ready = nil, false
 					s.mu.Unlock()
+				} else {
+					_ = readyR.Close()
 				}
 				f.Close()
+			} else {
+				_, _ = readyR.Close(), readyW.Close()
 			}
 		}
 		var exitErr *exec.ExitError

@@ -36,6 +36,10 @@ type WorkerConfig struct {
 	URL  string // the database
 	Name string // e.g. w1; the same across restarts of one worker slot
 	Seed uint64
+	// ReadyFD, when above 0, is a file descriptor (a pipe the harness
+	// passes) on which the worker writes a byte once its signal handlers
+	// are set: until then a SIGHUP, SIGUSR1 or SIGUSR2 would kill it.
+	ReadyFD int
 	// AttemptLog is the file every poll appends one line to when it starts
 	// (and when it fails, panics, stalls or kills its process on purpose):
 	// written before anything else, it survives SIGKILL.
@@ -90,6 +94,11 @@ func WorkerMain(cfgJSON string) int {
 	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "faults worker: bad configuration: %v\n", err)
 		return 2
+	}
+	if cfg.ReadyFD > 0 {
+		ready := os.NewFile(uintptr(cfg.ReadyFD), "ready")
+		_, _ = ready.Write([]byte{1})
+		_ = ready.Close()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
