@@ -2,6 +2,7 @@ package sql_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -82,4 +83,35 @@ func TestCitusReads(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, map[tasks.ID]int32{root: 0, ids[0]: 1, ids[1]: 1}, depths)
+}
+
+// On Citus, an operator drops a message by its position and digest: the
+// inbox moves up, the history keeps it, and a stale digest drops nothing.
+func TestCitusDropMessage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "citus.poisoned", Message: "first"})
+	require.NoError(t, err)
+	require.NoError(t, inbox.Send(ctx, db, id, tasks.ID{}, "second"))
+	task, err := tasks.Get(ctx, db, id)
+	require.NoError(t, err)
+	require.Len(t, task.Inbox, 2)
+	digest := tasks.MessageDigest(task.Inbox[0])
+
+	dropped, err := tasks.DropMessage(ctx, db, id, 1, digest)
+	require.NoError(t, err)
+	require.JSONEq(t, string(task.Inbox[0]), string(dropped))
+	_, err = tasks.DropMessage(ctx, db, id, 1, digest)
+	require.ErrorIs(t, err, tasks.ErrNoMessage, "position 1 holds the second message now")
+
+	task, err = tasks.Get(ctx, db, id)
+	require.NoError(t, err)
+	require.Len(t, task.Inbox, 1)
+	var env struct{ Body string }
+	require.NoError(t, json.Unmarshal(task.Inbox[0], &env))
+	require.Equal(t, "second", env.Body)
+	history, err := tasks.History(ctx, db, id, tasks.HistoryOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "drop_message", history[len(history)-1].Action)
 }
