@@ -276,6 +276,14 @@ func TestCitusRetention(t *testing.T) {
 	checkRetentionDeletesExpired(t, testdb.Citus(t))
 }
 
+// On Citus, which has no unique index of live keys, a poll's keyed
+// children are created, and a key a live task holds, or that two children
+// of a poll take, fails the poll naming the holder (see TestSpawnKeyed).
+func TestCitusSpawnKeyed(t *testing.T) {
+	t.Parallel()
+	checkSpawnKeyed(t, testdb.Citus(t))
+}
+
 // On Citus, a type's MaxConcurrency bounds a claim over every shard, its
 // expired claims included: of twelve tasks whose claims expired, spread over
 // the shards, PollOnce takes two.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/executor"
@@ -22,8 +23,12 @@ var keyedChildren = executor.NewHandle[keyedChild, string]("keyed.child")
 // naming the task that holds it, and creates nothing.
 func TestSpawnKeyed(t *testing.T) {
 	t.Parallel()
+	checkSpawnKeyed(t, testdb.New(t))
+}
+
+// checkSpawnKeyed runs TestSpawnKeyed's polls on db.
+func checkSpawnKeyed(t *testing.T, db *pgxpool.Pool) {
 	ctx := context.Background()
-	db := testdb.New(t)
 	e := executor.MustNew(db, fastConfig(t))
 	var children []tasks.ID
 	executor.Register(e, "keyed.parent", executor.PollerFunc[[]string, string](func(ctx context.Context, t *executor.Task[[]string, string]) (executor.Action, error) {

@@ -162,7 +162,9 @@ func TestRestartRefusedWhenTheKeyIsTaken(t *testing.T) {
 	require.NoError(t, err)
 	err = tasks.Restart(ctx, db, failed)
 	require.ErrorIs(t, err, tasks.ErrExists)
-	require.ErrorContains(t, err, "tasks_live_key")
+	var exists *tasks.ExistsError
+	require.ErrorAs(t, err, &exists)
+	require.Equal(t, holder, exists.ID, "the refusal names the live task that holds the key")
 	require.NoError(t, tasks.Cancel(ctx, db, holder))
 	require.NoError(t, tasks.Restart(ctx, db, failed))
 	got, err := tasks.GetByKey(ctx, db, "order", "k")

@@ -44,8 +44,9 @@ func ResetFailures(ctx context.Context, db DB, id ID) error {
 // the completion message saying it failed and is not told of the restart;
 // when the task ends again, the parent receives another completion message,
 // so a parent that fans in must expect one completion per end of a child.
-// It fails with ErrNotFound, ErrRunning, or ErrWrongStatus for a task that
-// has not failed or whose parent has ended.
+// It fails with ErrNotFound, ErrRunning, ErrWrongStatus for a task that
+// has not failed or whose parent has ended, or ErrExists (an *ExistsError
+// naming the holder) when a live task of its type has its key.
 func Restart(ctx context.Context, db DB, id ID) error {
 	return operate(ctx, db, "restart", query.OperatorRestart, id)
 }
@@ -142,7 +143,7 @@ func operate(ctx context.Context, db DB, what, sql string, id ID, args ...any) e
 		return fmt.Errorf("%s task: no task (zero id)", what)
 	}
 	if _, err := db.Exec(ctx, sql, append([]any{id}, args...)...); err != nil {
-		return fmt.Errorf("%s task %s: %w", what, id, dberr.Translate(err))
+		return fmt.Errorf("%s task %s: %w", what, id, translate(err))
 	}
 	return nil
 }

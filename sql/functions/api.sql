@@ -608,26 +608,69 @@ BEGIN
 END
 $$;
 
+-- lock_keys takes a transaction advisory lock for each distinct type and
+-- key of p_types and p_keys (NULL: no key), in one order, so that callers
+-- that share keys never deadlock. On Citus (the database's
+-- corotask.distributed is on) tasks are distributed by their tree's root,
+-- and no unique index can hold the live keys (tasks_live_key is dropped):
+-- every creator of a keyed task (create_tasks, the keyed children of
+-- commit_polls, send_to_key, restart_task) takes these locks on the
+-- coordinator before it looks for a live task with the key, through
+-- refuse_live_keys, so two of them never both find none. The two-integer
+-- form of the lock keeps these apart from corotask's other advisory lock
+-- (controls_lock_key, a bigint). The look after the lock needs a snapshot
+-- taken after it, which READ COMMITTED gives each statement: under
+-- REPEATABLE READ or SERIALIZABLE it raises 0A000 instead.
+CREATE OR REPLACE FUNCTION corotask.lock_keys(p_types text[], p_keys text[]) RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = '' AS $$
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'corotask: a task with a key is created on Citus only in a READ COMMITTED transaction, not %',
+            upper(current_setting('transaction_isolation'))
+            USING ERRCODE = '0A000',
+                  HINT = 'no unique index holds the live keys of a distributed database: creators of a key take turns under a lock, and each needs to see what the one before committed';
+    END IF;
+    PERFORM pg_catalog.pg_advisory_xact_lock(l.a, l.b) FROM (
+        SELECT DISTINCT pg_catalog.hashtext(u.typ) AS a, pg_catalog.hashtext(u.key) AS b
+        FROM unnest(p_types, p_keys) AS u(typ, key) WHERE u.key IS NOT NULL
+        ORDER BY 1, 2) l;
+END
+$$;
+
 -- refuse_live_keys raises 23505 for the first of the tasks p_ids (with
 -- p_types and p_keys; NULL: no key) whose type and key a live task holds
 -- (see refuse_taken_key), or an earlier task of p_ids: commit_polls checks
--- its keyed children with it before it creates them. (Two commits that
--- create the same key at once both pass it; the second then meets the
--- unique index itself.)
+-- its keyed children with it before it creates them, and restart_task the
+-- key of the task it brings back. (Two commits that create the same key at
+-- once both pass it; the second then meets the unique index itself.) On
+-- Citus, which has no such index, it first takes the keys' locks
+-- (lock_keys), and create_tasks calls it too: it is VOLATILE so that its
+-- look takes a snapshot after the locks.
 CREATE OR REPLACE FUNCTION corotask.refuse_live_keys(p_ids uuid[], p_types text[], p_keys text[]) RETURNS void
-LANGUAGE plpgsql STABLE SET search_path = '' AS $$
+LANGUAGE plpgsql VOLATILE SET search_path = '' AS $$
 DECLARE
     typ text;
     key text;
     id uuid;
     earlier uuid;
+    live_types text[];
+    live_keys text[];
 BEGIN
+    IF current_setting('corotask.distributed', true) = 'on' THEN
+        PERFORM corotask.lock_keys(p_types, p_keys);
+    END IF;
+    -- The live tasks with these types and keys, read apart from the
+    -- arrays: Citus refuses a correlated subquery on a distributed table
+    -- beside unnest().
+    SELECT array_agg(t.task_type), array_agg(t.task_key) INTO live_types, live_keys
+    FROM corotask.tasks t
+    WHERE t.task_type = ANY (p_types) AND t.task_key = ANY (p_keys) AND t.done_at IS NULL;
     SELECT u.typ, u.key, u.id, e.id INTO typ, key, id, earlier
     FROM unnest(p_ids, p_types, p_keys) WITH ORDINALITY AS u(id, typ, key, k)
     LEFT JOIN LATERAL (SELECT e.id FROM unnest(p_ids, p_types, p_keys) WITH ORDINALITY AS e(id, typ, key, k)
                        WHERE e.k < u.k AND e.typ = u.typ AND e.key = u.key ORDER BY e.k LIMIT 1) e ON true
     WHERE u.key IS NOT NULL AND (e.id IS NOT NULL OR EXISTS (
-        SELECT 1 FROM corotask.tasks t WHERE t.task_type = u.typ AND t.task_key = u.key AND t.done_at IS NULL))
+        SELECT 1 FROM unnest(live_types, live_keys) AS l(typ, key) WHERE l.typ = u.typ AND l.key = u.key))
     ORDER BY u.k LIMIT 1;
     IF NOT FOUND THEN
         RETURN;
@@ -873,7 +916,13 @@ BEGIN
         -- earlier task of the call) is skipped by the insert, which waits
         -- for a concurrent transaction that inserts the same key to end,
         -- and then refused, naming the holder. Only calls with keys pay for
-        -- the speculative insert.
+        -- the speculative insert. On Citus no unique index holds the live
+        -- keys: the keys are locked and looked up first (refuse_live_keys),
+        -- and the insert skips only a task whose ID is taken. The insert
+        -- names no index, so that it runs on both.
+        IF current_setting('corotask.distributed', true) = 'on' THEN
+            PERFORM corotask.refuse_live_keys(p_ids, p_types, p_keys);
+        END IF;
         WITH inserted AS (
             INSERT INTO corotask.tasks (task_id, task_type, parent_id, root_id, inner_state, wake_at, trace,
                 msg_seq, inbox_len, task_key, woke, priority, limit_key)
@@ -884,7 +933,7 @@ BEGIN
             FROM unnest(p_ids, p_types, p_parents, p_states, p_messages, p_wake_ats, p_traces, p_keys,
                         p_priorities, p_limit_keys, roots)
                 AS u(id, typ, parent, state, msg, wake_at, trace, key, priority, limit_key, root)
-            ON CONFLICT (task_type, task_key) WHERE task_key IS NOT NULL AND done_at IS NULL DO NOTHING
+            ON CONFLICT DO NOTHING
             RETURNING task_id
         )
         SELECT array_agg(task_id) INTO made FROM inserted;
@@ -1011,7 +1060,9 @@ $$;
 -- Concurrent callers with a new key create one task between them, and
 -- every message reaches it: a caller that finds no live task inserts one,
 -- ON CONFLICT on the unique index of live keys (tasks_live_key), which
--- waits for a concurrent insert of the same key to commit or roll back; a
+-- waits for a concurrent insert of the same key to commit or roll back (on
+-- Citus, which has no such index, it takes the key's lock and looks again
+-- first: see lock_keys); a
 -- caller whose insert conflicted, or whose task ended before its message
 -- was delivered (deliver_one refuses an ended task), looks again, with a
 -- fresh snapshot (READ COMMITTED). Under REPEATABLE READ or SERIALIZABLE a
@@ -1037,6 +1088,7 @@ DECLARE
     new_id uuid;
     w record;
     env jsonb := corotask.envelope(NULL, p_message, p_trace);
+    locked boolean := false;
 BEGIN
     IF p_key IS NULL THEN
         RAISE EXCEPTION 'corotask: send_to_key needs a key' USING ERRCODE = '22004';
@@ -1052,6 +1104,14 @@ BEGIN
                 RETURN id;
             END IF;
             CONTINUE; -- it ended meanwhile: the key is free
+        END IF;
+        -- On Citus, where no unique index holds the live keys, a caller
+        -- takes the key's lock (lock_keys) before it may create, and looks
+        -- again under it: creators of the key take turns.
+        IF NOT locked AND current_setting('corotask.distributed', true) = 'on' THEN
+            PERFORM corotask.lock_keys(ARRAY[p_type], ARRAY[p_key]);
+            locked := true;
+            CONTINUE;
         END IF;
         IF new_id IS NULL THEN
             -- Checked once, when it first may create a task (in a later
@@ -1073,7 +1133,7 @@ BEGIN
         END IF;
         INSERT INTO corotask.tasks (task_id, task_type, root_id, inner_state, wake_at, trace, msg_seq, inbox_len, task_key, woke)
         VALUES (new_id, p_type, new_id, p_state, corotask.now(), p_trace, 1, 1, p_key, 3) -- created, message
-        ON CONFLICT (task_type, task_key) WHERE task_key IS NOT NULL AND done_at IS NULL DO NOTHING
+        ON CONFLICT DO NOTHING -- names no index: Citus has no tasks_live_key
         RETURNING task_id INTO id;
         IF FOUND THEN
             INSERT INTO corotask.messages (task_id, root_id, seq, envelope) VALUES (id, id, 1, env);

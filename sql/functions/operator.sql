@@ -177,6 +177,12 @@ BEGIN
             USING ERRCODE = 'CT422', DETAIL = 'task ' || p_task,
                   HINT = 'its parent ' || t.parent_id || ' has ended: restart the parent first, or create a new task';
     END IF;
+    -- Its key, live again, must be free: refused naming the live task that
+    -- holds it (on Citus, which has no unique index of live keys, under
+    -- the key's lock: see lock_keys).
+    IF t.task_key IS NOT NULL THEN
+        PERFORM corotask.refuse_live_keys(ARRAY[p_task], ARRAY[t.task_type], ARRAY[t.task_key]);
+    END IF;
     -- Its children end under the lock of its row (commit_polls locks the
     -- parent of each task it ends, ended or not; fail_poll, fail_claimed
     -- and cancel_task call lock_with_parent), so none ends uncounted.
