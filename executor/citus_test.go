@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/executor"
@@ -155,6 +156,101 @@ func TestCitusHeartbeatRenews(t *testing.T) {
 			return now.After(first)
 		})
 	}
+	close(release)
+	waitDone(t, db, len(ids))
+	var attempts int
+	require.NoError(t, db.QueryRow(ctx, `SELECT sum(attempts) FROM corotask.tasks`).Scan(&attempts))
+	require.Equal(t, len(ids), attempts, "no claim was lost")
+}
+
+// On Citus, a renewal that fails on one shard (here, a trigger on that
+// shard's table on its worker refuses every update) keeps the renewals of
+// the other shards: the claims there are renewed while the failing shard's
+// are not, and once the shard accepts renewals again every poll commits, no
+// claim lost.
+func TestCitusRenewalFailsOnOneShard(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	cfg := fastConfig(t)
+	cfg.HeartbeatInterval = 50 * time.Millisecond
+	e := executor.MustNew(db, cfg)
+	release := make(chan struct{})
+	executor.Register(e, "slow", executor.PollerFunc[json.RawMessage, json.RawMessage](
+		func(ctx context.Context, t *executor.Task[json.RawMessage, json.RawMessage]) (executor.Action, error) {
+			<-release
+			return executor.Done(), nil
+		}))
+	ids := createN(t, db, "slow", 8)
+	shardOf := func(id tasks.ID) (shard int64) {
+		require.NoError(t, db.QueryRow(ctx, `SELECT get_shard_id_for_distribution_column('corotask.tasks', root_id)
+			FROM corotask.tasks WHERE task_id = $1`, id).Scan(&shard))
+		return shard
+	}
+	failingShard := shardOf(ids[0])
+	var failing, kept []tasks.ID
+	for _, id := range ids {
+		if shardOf(id) == failingShard {
+			failing = append(failing, id)
+		} else {
+			kept = append(kept, id)
+		}
+	}
+	require.NotEmpty(t, kept, "the tasks lie on more than one shard")
+
+	// The worker holding the failing shard, and the shard's table.
+	var node, shardTable string
+	var port int
+	require.NoError(t, db.QueryRow(ctx, `SELECT nodename, nodeport, shard_name FROM citus_shards
+		WHERE table_name = 'corotask.tasks'::regclass AND shardid = $1`, failingShard).Scan(&node, &port, &shardTable))
+	cc := db.Config().ConnConfig
+	worker := testdb.Pool(t, fmt.Sprintf("postgres://%s@%s:%d/%s", cc.User, node, port, cc.Database))
+	onWorker := func(sql string) {
+		t.Helper()
+		_, err := worker.Exec(ctx, `SET citus.enable_manual_changes_to_shards = on; SET citus.enable_ddl_propagation = off; `+sql)
+		require.NoError(t, err)
+	}
+
+	expiries := func(ids []tasks.ID) map[tasks.ID]time.Time {
+		at := map[tasks.ID]time.Time{}
+		rows, err := db.Query(ctx, `SELECT task_id, claim_expires_at FROM corotask.tasks WHERE task_id = ANY ($1) AND claim IS NOT NULL`, ids)
+		require.NoError(t, err)
+		var id tasks.ID
+		var expires time.Time
+		_, err = pgx.ForEachRow(rows, []any{&id, &expires}, func() error {
+			at[id] = expires
+			return nil
+		})
+		require.NoError(t, err)
+		return at
+	}
+	// renewed waits until each of ids has been renewed since before.
+	renewed := func(ids []tasks.ID, before map[tasks.ID]time.Time) {
+		t.Helper()
+		waitFor(t, "renewals", func() bool {
+			now := expiries(ids)
+			for _, id := range ids {
+				if !now[id].After(before[id]) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	start(t, e)
+	waitFor(t, "every claim", func() bool { return len(expiries(ids)) == len(ids) })
+	onWorker(`CREATE FUNCTION public.refuse_update() RETURNS trigger LANGUAGE plpgsql AS
+		$$BEGIN RAISE EXCEPTION 'this shard refuses updates'; END$$;
+		CREATE TRIGGER refuse_update BEFORE UPDATE ON ` + shardTable + ` FOR EACH ROW EXECUTE FUNCTION public.refuse_update()`)
+	stuck := expiries(failing)
+	// Two renewals of the other shards' claims, the second begun after the
+	// trigger was in place.
+	renewed(kept, expiries(kept))
+	renewed(kept, expiries(kept))
+	require.Equal(t, stuck, expiries(failing), "the failing shard's claims were not renewed")
+
+	onWorker(`DROP TRIGGER refuse_update ON ` + shardTable + `; DROP FUNCTION public.refuse_update()`)
+	renewed(failing, stuck)
 	close(release)
 	waitDone(t, db, len(ids))
 	var attempts int
