@@ -297,6 +297,7 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 DECLARE
     types text[];
     r corotask.rate_limits;
+    have float8;
     now_at timestamptz := corotask.now();
 BEGIN
     PERFORM corotask.control_begin();
@@ -324,8 +325,11 @@ BEGIN
     ON CONFLICT (name) DO NOTHING;
     IF NOT FOUND THEN
         SELECT * INTO r FROM corotask.rate_limits WHERE name = p_name FOR UPDATE;
+        -- The tokens are a variable: on Citus the UPDATE of a reference
+        -- table runs on every node, where no function takes its row type.
+        have := corotask.rate_limit_tokens(r, now_at);
         UPDATE corotask.rate_limits
-        SET rate = p_rate, per = p_per, tokens = LEAST(p_rate::float8, corotask.rate_limit_tokens(r, now_at)),
+        SET rate = p_rate, per = p_per, tokens = LEAST(p_rate::float8, have),
             refilled_at = GREATEST(r.refilled_at, now_at)
         WHERE name = p_name;
     END IF;
@@ -360,8 +364,8 @@ END
 $$;
 
 -- acquire_tokens takes p_n tokens from the rate limit p_name, after
--- refilling its bucket to corotask.now(), in one UPDATE of its row (which
--- waits for a concurrent take, then checks the bucket again): it returns 0
+-- refilling its bucket to corotask.now(), under the lock of its row (which
+-- waits for a concurrent take; the bucket is read after it): it returns 0
 -- when it took them, else it takes none, writes nothing, and returns how
 -- long until p_n tokens would be there (rounded up to the microsecond) if
 -- nobody took any meanwhile. It raises CT4R4 for an unknown limit, 22023 for
@@ -372,6 +376,7 @@ RETURNS interval
 LANGUAGE plpgsql SET search_path = '' AS $$
 DECLARE
     r corotask.rate_limits;
+    have float8;
     now_at timestamptz := corotask.now();
 BEGIN
     PERFORM corotask.control_name(p_name, 'rate limit');
@@ -379,13 +384,18 @@ BEGIN
         RAISE EXCEPTION 'corotask: take % tokens of rate limit "%": at least 1', coalesce(p_n::text, 'NULL'), p_name
             USING ERRCODE = '22023';
     END IF;
-    UPDATE corotask.rate_limits b
-    SET tokens = corotask.rate_limit_tokens(b, now_at) - p_n, refilled_at = GREATEST(b.refilled_at, now_at)
-    WHERE b.name = p_name AND b.rate >= p_n AND corotask.rate_limit_tokens(b, now_at) >= p_n;
-    IF FOUND THEN
-        RETURN interval '0';
+    -- The row is read, and its tokens computed, before the UPDATE: on
+    -- Citus the UPDATE of a reference table runs on every node, where no
+    -- function takes its row type.
+    SELECT * INTO r FROM corotask.rate_limits WHERE name = p_name FOR NO KEY UPDATE;
+    IF FOUND AND r.rate >= p_n THEN
+        have := corotask.rate_limit_tokens(r, now_at);
+        IF have >= p_n THEN
+            UPDATE corotask.rate_limits SET tokens = have - p_n, refilled_at = GREATEST(r.refilled_at, now_at)
+            WHERE name = p_name;
+            RETURN interval '0';
+        END IF;
     END IF;
-    SELECT * INTO r FROM corotask.rate_limits WHERE name = p_name;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'corotask: no rate limit "%"', p_name USING ERRCODE = 'CT4R4';
     END IF;
