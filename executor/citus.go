@@ -138,20 +138,15 @@ type shardRoot struct {
 // hold the first ready tasks of req's types (and, when req.stale, their
 // expired claims), then claims on each of those shards in turn, by
 // query.ClaimShard with a root of it, until req is filled. Each shard's
-// claim is a transaction on its worker alone. Types with flow controls are
-// not claimed (their limits would need the counts of every shard): the
-// first claim that meets one says so in the log, and leaves them out from
-// then on. The floors of readyFloors are not used: each search reads from
-// a shard's oldest ready task.
+// claim is a transaction on its worker alone. The types with flow
+// controls are claimed after the others, in turns with every other
+// executor (claimControlled). The floors of readyFloors are not used: each
+// search reads from a shard's oldest ready task.
 func (cl *claimer) claimShards(ctx context.Context, req claimRequest) ([]*claimed, time.Time, error) {
 	at := time.Now()
 	if req.stale && cl.controlled.any() {
-		// Controls cleared since are seen once per PollInterval.
+		// Controls set or cleared since are seen once per PollInterval.
 		cl.learnControlled(ctx, req.all)
-	}
-	req = cl.withoutControlled(req)
-	if req.total == 0 {
-		return nil, time.Time{}, nil
 	}
 	var from []pgtype.Timestamptz
 	var minPriority int16
@@ -162,7 +157,51 @@ func (cl *claimer) claimShards(ctx context.Context, req claimRequest) ([]*claime
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	roots, next, err := cl.shardsWithWork(ctx, pool, req, minPriority)
+	shards := shardClaim{sender: pool, from: from, minPriority: minPriority}
+	out, next, err := cl.claimOverShards(ctx, shards, cl.withoutControlled(req), at)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if ctl := cl.onlyControlled(req.less(out)); ctl.total > 0 {
+		got, ctlNext, err := cl.claimControlled(ctx, pool, shards, ctl, at)
+		if err != nil {
+			if len(out) == 0 {
+				return nil, time.Time{}, err
+			}
+			// What the other types' claims took is claimed: poll it.
+			cl.log.Warn("corotask: claim of the types with flow controls", "error", err)
+		}
+		out = append(out, got...)
+		if !ctlNext.IsZero() && (next.IsZero() || ctlNext.Before(next)) {
+			next = ctlNext
+		}
+	}
+	return out, next, nil
+}
+
+// shardClaim is how claimOverShards claims: through sender (the claims'
+// pool, or the connection that holds the controls lock), from the floors
+// from, of tasks of priority minPriority and above; with counted set, by
+// query.ClaimShardCounted, whose claims of those types count toward their
+// maximums.
+type shardClaim struct {
+	sender      batchSender
+	from        []pgtype.Timestamptz
+	minPriority int16
+	counted     []string
+}
+
+// batchSender is a pool or one of its connections.
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// claimOverShards claims req shard by shard (see claimShards).
+func (cl *claimer) claimOverShards(ctx context.Context, sc shardClaim, req claimRequest, at time.Time) ([]*claimed, time.Time, error) {
+	if req.total == 0 {
+		return nil, time.Time{}, nil
+	}
+	roots, next, err := cl.shardsWithWork(ctx, sc.sender, req, sc.minPriority)
 	if err != nil {
 		cl.hooks.claimDone(ctx, at, &req, 0, err)
 		return nil, time.Time{}, fmt.Errorf("claim: %w", dberr.Translate(err))
@@ -175,7 +214,7 @@ func (cl *claimer) claimShards(ctx context.Context, req claimRequest) ([]*claime
 		if req.total == 0 {
 			break
 		}
-		res, err := cl.claimOnShard(ctx, pool, r.Root, req, from, time.Now())
+		res, err := cl.claimOnShard(ctx, sc, r.Root, req, time.Now())
 		if err != nil {
 			if len(out) > 0 {
 				// What the shards before took is claimed: poll it.
@@ -209,11 +248,11 @@ func (cl *claimer) claimShards(ctx context.Context, req claimRequest) ([]*claime
 // shardsWithWork is the first read of claimShards: a root of each shard
 // that holds work for req, in the order of the work (priority, then age;
 // expired claims after), and the earliest future wake_at of req's types.
-func (cl *claimer) shardsWithWork(ctx context.Context, pool *pgxpool.Pool, req claimRequest, minPriority int16) ([]shardRoot, time.Time, error) {
+func (cl *claimer) shardsWithWork(ctx context.Context, sender batchSender, req claimRequest, minPriority int16) ([]shardRoot, time.Time, error) {
 	b := &pgx.Batch{}
 	b.Queue(query.CitusShardsWithWork, req.all, req.total, req.stale, minPriority)
 	b.Queue(query.CitusNextWake, req.all)
-	br := pool.SendBatch(ctx, b)
+	br := sender.SendBatch(ctx, b)
 	defer br.Close()
 	rows, err := br.Query()
 	if err != nil {
@@ -247,23 +286,22 @@ func (cl *claimer) shardsWithWork(ctx context.Context, pool *pgxpool.Pool, req c
 // claimOnShard claims what req allows on the shard that holds root, in a
 // transaction on that shard's worker, and reads it as claim reads Claim's
 // rows.
-func (cl *claimer) claimOnShard(ctx context.Context, pool *pgxpool.Pool, root tasks.ID, req claimRequest, from []pgtype.Timestamptz, at time.Time) (claimResult, error) {
+func (cl *claimer) claimOnShard(ctx context.Context, sc shardClaim, root tasks.ID, req claimRequest, at time.Time) (claimResult, error) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(query.CitusSettings)
-	b.Queue(query.ClaimShard, root, req.open, req.total, req.capped, req.caps,
-		cl.cfg.HeartbeatTimeout.Seconds(), req.all, cl.id, req.polling, req.window, from, pgtype.Timestamptz{}, req.stale)
-	b.Queue("COMMIT")
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		cl.hooks.claimDone(ctx, at, &req, 0, err)
-		return claimResult{}, fmt.Errorf("claim: %w", err)
+	args := []any{root, req.open, req.total, req.capped, req.caps,
+		cl.cfg.HeartbeatTimeout.Seconds(), req.all, cl.id, req.polling, req.window, sc.from, pgtype.Timestamptz{}, req.stale}
+	if sc.counted != nil {
+		b.Queue(query.ClaimShardCounted, append(args, sc.counted)...)
+	} else {
+		b.Queue(query.ClaimShard, args...)
 	}
-	defer conn.Release()
+	b.Queue("COMMIT")
 	// Not canceled with ctx once sent, as claimWith's.
 	sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cl.cfg.HeartbeatTimeout)
 	defer cancel()
-	br := conn.SendBatch(sendCtx, b)
+	br := sc.sender.SendBatch(sendCtx, b)
 	res, err := readClaim(br, at, false, false)
 	_ = br.Close()
 	cl.hooks.claimDone(ctx, at, &req, len(res.claimed), err)
@@ -321,22 +359,22 @@ func (cl *claimer) withoutControlled(req claimRequest) claimRequest {
 }
 
 // learnControlled records which of types have flow controls, and says in
-// the log when a type gains them that it is not claimed on Citus.
+// the log when a type gains a key space that it is not claimed on Citus.
 func (cl *claimer) learnControlled(ctx context.Context, types []string) {
-	var held []string
-	if err := cl.pool.QueryRow(ctx, query.CitusControlledTypes, types).Scan(&held); err != nil {
+	var held, keyed []string
+	if err := cl.pool.QueryRow(ctx, query.CitusControlledTypes, types).Scan(&held, &keyed); err != nil {
 		cl.log.Warn("corotask: read the flow controls of the types polled", "error", err)
 		return
 	}
 	var gained []string
-	for _, typ := range held {
+	for _, typ := range keyed {
 		if !cl.controlled.has(tasks.Type(typ)) {
 			gained = append(gained, typ)
 		}
 	}
 	cl.controlled.update(types, held)
 	if len(gained) > 0 {
-		cl.log.Error("corotask: types with flow controls (a pause, a maximum, a key limit, a rate limit) are not claimed on a distributed database; clear their controls to have them polled",
+		cl.log.Error("corotask: types with a key space (a limit per key) are not claimed on a distributed database; clear it to have them polled",
 			"types", gained)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corotask/corotask/executor"
 	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/tasks"
 )
 
 // BenchmarkOneshotCitus polls b.N one-shot tasks (each the root of a tree of
@@ -24,6 +25,20 @@ func BenchmarkOneshotCitus(b *testing.B) {
 
 func BenchmarkOneshotOneServer(b *testing.B) {
 	benchOneshot(b, testdb.New(b))
+}
+
+// BenchmarkOneshotCitusMaxRunning is BenchmarkOneshotCitus with a fleet-wide
+// maximum on the type that never binds (10,000 running polls), for the
+// cost of claiming a type with flow controls on Citus (counted over every
+// shard, under the controls lock):
+//
+//	go test ./executor -run '^$' -bench 'OneshotCitus' -benchtime 2000x
+func BenchmarkOneshotCitusMaxRunning(b *testing.B) {
+	db := testdb.Citus(b)
+	if err := tasks.SetMaxRunning(context.Background(), db, "one", 10000, tasks.AllowNewType()); err != nil {
+		b.Fatal(err)
+	}
+	benchOneshot(b, db)
 }
 
 // committedPolls closes all once n polls have committed.

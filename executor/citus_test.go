@@ -402,14 +402,15 @@ func TestCitusMaxConcurrency(t *testing.T) {
 	require.Greater(t, shards, 2, "the expired claims lie on several shards")
 }
 
-// On Citus, a type with flow controls is not claimed (its limits would
-// need every shard's counts), and the executor's other types are.
-func TestCitusLeavesControlledTypes(t *testing.T) {
+// On Citus, a type with a key space (a limit per key, counted over the
+// tasks of several types) is not claimed: the executor leaves it out and
+// polls its other types.
+func TestCitusLeavesKeySpacedTypes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.Citus(t)
-	require.NoError(t, tasks.SetMaxRunning(ctx, db, "limited", 5, tasks.AllowNewType()))
-	limited, err := tasks.Create(ctx, db, tasks.Spec{Type: "limited"})
+	require.NoError(t, tasks.SetKeyLimit(ctx, db, "space", 5, []tasks.Type{"limited"}, tasks.AllowNewType()))
+	limited, err := tasks.Create(ctx, db, tasks.Spec{Type: "limited", LimitKey: "k"})
 	require.NoError(t, err)
 	plain, err := tasks.Create(ctx, db, tasks.Spec{Type: "plain"})
 	require.NoError(t, err)

@@ -365,9 +365,10 @@ func TestSampleLimits(t *testing.T) {
 // (COROTASK_CITUS_URL; skipped without it): its workers killed, frozen past
 // their heartbeat timeout and cut from the coordinator, with polls that
 // fail, panic and stall, and checks the ledger: nothing lost, nothing twice.
-// No flow controls (a type with them is not claimed on Citus), and no
-// restarts of the cluster, which other tests share. -faults.duration sets
-// how long faults are injected (default 10s).
+// The fleet-wide maximum of the nodes holds (sampled throughout); no key
+// limit (a type with a key space is not claimed on Citus), and no restarts
+// of the cluster, which other tests share. -faults.duration sets how long
+// faults are injected (default 10s).
 func TestFaultsOnCitus(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the fault harness needs Linux signals and /proc")
@@ -397,4 +398,5 @@ func TestFaultsOnCitus(t *testing.T) {
 	require.Zero(t, r.Ledger.Total.Duplicated)
 	require.Positive(t, r.Ledger.CommittedPolls)
 	require.Positive(t, r.Ledger.AwaitedPolls, "no poll awaited its children")
+	require.Positive(t, r.Limits.NodeMax, "the nodes, which have a maximum, were polled")
 }

@@ -26,12 +26,12 @@ const (
 	CitusDistributed = `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = 'corotask.tasks'::regclass)`
 )
 
-// ClaimShardExists reports whether this build's claim function exists
-// (sql.Distribute makes it): an executor claims shard by shard when
+// ClaimShardExists reports whether this build's claim functions exist
+// (sql.Distribute makes them): an executor claims shard by shard when
 // corotask.tasks is distributed, and refuses to start when it is but the
 // function is missing.
 func ClaimShardExists() string {
-	return `SELECT to_regproc('` + claimShardName + `') IS NOT NULL`
+	return `SELECT to_regproc('` + claimShardName + `') IS NOT NULL AND to_regproc('` + claimShardCountedName + `') IS NOT NULL`
 }
 
 // CitusShardsWithWork reads, over every shard, the roots of the first $2
@@ -62,9 +62,6 @@ const CitusNextWake = `SELECT min(wake_at) FROM corotask.tasks
 WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL AND wake_at > corotask.now()
   AND task_type = ANY ($1::text[])`
 
-// CitusControlledTypes is which of the types $1 have flow controls.
-const CitusControlledTypes = `SELECT coalesce(array_agg(task_type), '{}') FROM corotask.type_controls WHERE task_type = ANY ($1::text[])`
-
 // ClaimShard is Claim on the shard that holds root $1, with Claim's
 // parameters after it ($2 to $13 are Claim's $1 to $12), and Claim's rows.
 var ClaimShard = `SELECT * FROM ` + claimShardName + `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
@@ -75,9 +72,10 @@ var ClaimShard = `SELECT * FROM ` + claimShardName + `($1, $2, $3, $4, $5, $6, $
 // its own, and leaves the newer one). retentionShardName is the same for
 // retention's.
 var (
-	claimShardName     = "corotask.claim_shard_" + digest(Claim)
-	retentionShardName = "corotask.retention_shard_" + digest(RetentionDelete)
-	renewShardName     = "corotask.renew_shard_" + digest(HeartbeatRenew)
+	claimShardName        = "corotask.claim_shard_" + digest(Claim)
+	claimShardCountedName = "corotask.claim_shard_counted_" + digest(ClaimCounted)
+	retentionShardName    = "corotask.retention_shard_" + digest(RetentionDelete)
+	renewShardName        = "corotask.renew_shard_" + digest(HeartbeatRenew)
 )
 
 // CitusShardsOfTasks returns one root of each shard that holds one of the
@@ -120,8 +118,9 @@ var RetentionShard = `SELECT ` + retentionShardName + `($1, $2, $3)`
 
 // CitusSettings stands, in a claim's pipeline on Citus, where ClaimSettings
 // stands on one server: the claim's plan is made on the worker, by
-// claim_shard's own settings, and the controls lock is not taken (types with
-// flow controls are not claimed on Citus: see claim_shard).
+// claim_shard's own settings, and the controls lock is not taken there (the
+// types with flow controls are claimed under it, held on the coordinator:
+// see CitusControlsLock).
 const CitusSettings = "SELECT set_config('jit', 'off', true)"
 
 // claimShardTables are the tables the statements run on a shard read or
@@ -167,12 +166,15 @@ func onShard(statement string) string {
 // be planned for their parameters: Citus cannot plan their statements on a
 // generic plan.
 //
-// Types with flow controls are not claimed: Claim claims nothing when a
-// type polled has controls, and says so in its last row, and the executor
-// on Citus then claims none of those types (their controls would need the
-// counts of every shard).
+// Claim claims nothing when a type polled has flow controls, and says so
+// in its last row: the executor on Citus claims those types with
+// corotask.claim_shard_counted_<digest>, ClaimCounted likewise, within the
+// caps it counted under the controls lock (see CitusControlsLock).
 func ClaimShardFunctions() string {
-	claim := strings.ReplaceAll(onShard(Claim), "corotask.inbox_window(", "corotask.inbox_window_in(%2$L::regclass, ")
+	onShardClaim := func(claim string) string {
+		return strings.ReplaceAll(onShard(claim), "corotask.inbox_window(", "corotask.inbox_window_in(%2$L::regclass, ")
+	}
+	claim, counted := onShardClaim(Claim), onShardClaim(ClaimCounted)
 	retention, renew := onShard(RetentionDelete), onShard(HeartbeatRenew)
 	return `
 CREATE OR REPLACE FUNCTION corotask.inbox_window_in(p_messages regclass, p_task uuid, p_after bigint, p_upto bigint,
@@ -203,6 +205,23 @@ $f$;
 
 SELECT create_distributed_function(
     '` + claimShardName + `(uuid, text[], integer, text[], integer[], double precision, text[], uuid, uuid[], integer[], timestamptz[], timestamptz, boolean)',
+    'p_key', colocate_with => 'corotask.tasks', force_delegation => true);
+
+CREATE OR REPLACE FUNCTION ` + claimShardCountedName + `(p_key uuid,
+    p1 text[], p2 integer, p3 text[], p4 integer[], p5 double precision, p6 text[], p7 uuid, p8 uuid[], p9 integer[],
+    p10 timestamptz[], p11 timestamptz, p12 boolean, p13 text[])
+RETURNS TABLE (task_id uuid, task_type text, parent_id uuid, inner_state jsonb, envelopes jsonb[], seqs bigint[],
+    more boolean, claim uuid, failures integer, attempts integer, taken_over boolean, at timestamptz, trace jsonb,
+    floors timestamptz[], stale_floor timestamptz, task_key text, woke smallint)
+LANGUAGE plpgsql SET search_path = '' SET enable_seqscan = off SET jit = off AS $f$
+BEGIN
+    RETURN QUERY EXECUTE format($claim$` + counted + `$claim$, ` + shardTables + `)
+    USING p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13;
+END
+$f$;
+
+SELECT create_distributed_function(
+    '` + claimShardCountedName + `(uuid, text[], integer, text[], integer[], double precision, text[], uuid, uuid[], integer[], timestamptz[], timestamptz, boolean, text[])',
     'p_key', colocate_with => 'corotask.tasks', force_delegation => true);
 
 CREATE OR REPLACE FUNCTION ` + retentionShardName + `(p_key uuid, p1 double precision, p2 integer)

@@ -1,0 +1,276 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/corotask/corotask/internal/dberr"
+	"github.com/corotask/corotask/internal/query"
+	"github.com/corotask/corotask/tasks"
+)
+
+// onlyControlled is req with only the types known to have flow controls.
+func (cl *claimer) onlyControlled(req claimRequest) claimRequest {
+	if !cl.controlled.any() || req.total == 0 {
+		return claimRequest{}
+	}
+	keep := func(typ string) bool { return cl.controlled.has(tasks.Type(typ)) }
+	out := req
+	out.open, out.capped, out.caps, out.all, out.window = nil, nil, nil, nil, nil
+	for _, typ := range req.open {
+		if keep(typ) {
+			out.open = append(out.open, typ)
+		}
+	}
+	for i, typ := range req.capped {
+		if keep(typ) {
+			out.capped, out.caps = append(out.capped, typ), append(out.caps, req.caps[i])
+		}
+	}
+	for i, typ := range req.all {
+		if keep(typ) {
+			out.all, out.window = append(out.all, typ), append(out.window, req.window[i])
+		}
+	}
+	if len(out.all) == 0 {
+		out.total = 0
+	}
+	return out
+}
+
+// typeControls are a type's flow controls as a claim on Citus counts them.
+type typeControls struct {
+	paused   bool
+	max      int     // 0: none
+	keyed    bool    // it has a key space (not claimed on Citus)
+	rate     *string // its rate limit, if any ...
+	tokens   *int32  // ... and the whole tokens it holds
+	at       time.Time
+	counting int // the running polls counted toward max, over every shard
+}
+
+// claimControlled claims the types of req, which have flow controls, on a
+// distributed database: under the controls lock, held on the coordinator by
+// the session that then claims (so that no other claim of such types, and
+// no change of the controls, runs meanwhile), it counts each type's running
+// polls over every shard and reads its rate limit's tokens, caps each type
+// within them (and within req), and claims shard by shard by
+// query.ClaimShardCounted, the types of each rate limit together (their
+// claims share its tokens: reserved before, those not used given back
+// after), then unlocks. A type with a key space, or paused, takes nothing.
+func (cl *claimer) claimControlled(ctx context.Context, pool *pgxpool.Pool, sc shardClaim, req claimRequest, at time.Time) ([]*claimed, time.Time, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("claim: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, query.CitusControlsLock); err != nil {
+		return nil, time.Time{}, fmt.Errorf("claim: wait for the controls lock: %w", dberr.Translate(err))
+	}
+	defer func() {
+		if _, err := conn.Exec(context.WithoutCancel(ctx), query.CitusControlsUnlock); err != nil {
+			// Ending the session releases its lock.
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}()
+	controls, err := readTypeControls(ctx, conn, req.all)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("claim: read the flow controls: %w", dberr.Translate(err))
+	}
+	groups, counted := capControlled(req, controls)
+	var now time.Time
+	for _, c := range controls {
+		now = c.at
+	}
+	sc.sender, sc.counted = conn, counted
+	var out []*claimed
+	var next time.Time
+	claims := 0
+	for _, g := range groups {
+		g.req.total = min(g.req.total, req.total-len(out))
+		if g.req.total == 0 {
+			continue
+		}
+		claims++
+		reserved := map[string]int{}
+		if g.rate != "" {
+			// The group's tokens are reserved first: an executor that dies
+			// before it gives back those it did not use leaves the limit
+			// under its rate, never over it.
+			reserved[g.rate] = g.req.total
+			if err := cl.takeTokens(ctx, reserved, now, 1); err != nil {
+				err = fmt.Errorf("claim: take the rate limit's tokens: %w", dberr.Translate(err))
+				if len(out) == 0 {
+					return nil, time.Time{}, err
+				}
+				cl.log.Warn("corotask: claim of the types with flow controls", "error", err)
+				break
+			}
+		}
+		got, gnext, err := cl.claimOverShards(ctx, sc, g.req, at)
+		if g.rate != "" {
+			reserved[g.rate] -= len(got)
+			if err := cl.takeTokens(ctx, reserved, now, -1); err != nil {
+				cl.log.Warn("corotask: give back the unused tokens of a rate limit", "limit", g.rate, "error", err)
+			}
+		}
+		out = append(out, got...)
+		if !gnext.IsZero() && (next.IsZero() || gnext.Before(next)) {
+			next = gnext
+		}
+		if err != nil {
+			if len(out) == 0 {
+				return nil, time.Time{}, err
+			}
+			cl.log.Warn("corotask: claim of the types with flow controls", "error", err)
+			break
+		}
+	}
+	if claims == 0 {
+		cl.hooks.claimDone(ctx, at, &req, 0, nil) // the controls hold every type back
+	}
+	return out, next, nil
+}
+
+// readTypeControls reads, under the controls lock, the controls of types,
+// and counts the running polls of those with a maximum.
+func readTypeControls(ctx context.Context, conn *pgxpool.Conn, types []string) (map[string]*typeControls, error) {
+	rows, err := conn.Query(ctx, query.CitusControls, types)
+	if err != nil {
+		return nil, err
+	}
+	controls := map[string]*typeControls{}
+	var typ string
+	var c typeControls
+	if _, err := pgx.ForEachRow(rows, []any{&typ, &c.paused, &c.max, &c.keyed, &c.rate, &c.tokens, &c.at}, func() error {
+		cc := c
+		controls[typ] = &cc
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	var maxed []string
+	for typ, c := range controls {
+		if c.max > 0 {
+			maxed = append(maxed, typ)
+		}
+	}
+	if len(maxed) == 0 {
+		return controls, nil
+	}
+	rows, err = conn.Query(ctx, query.CitusCountedRunning, maxed)
+	if err != nil {
+		return nil, err
+	}
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&typ, &n}, func() error {
+		controls[typ].counting = n
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return controls, nil
+}
+
+// controlledGroup is a claim of types with flow controls: those of one
+// rate limit (rate), whose claims together take at most its tokens, or
+// those without one (rate "").
+type controlledGroup struct {
+	req  claimRequest
+	rate string
+}
+
+// capControlled splits req by rate limit, each type capped within its
+// controls (a type no longer controlled keeps req's cap) and each group's
+// total within its rate limit's tokens, and returns the groups (those
+// without a rate limit first) and the types whose claims count toward a
+// maximum.
+func capControlled(req claimRequest, controls map[string]*typeControls) ([]controlledGroup, []string) {
+	var groups []controlledGroup
+	group := map[string]int{} // rate limit: its place in groups
+	tokens := map[string]int{}
+	counted := []string{}
+	add := func(rate, typ string, window int32, limit int) {
+		i, ok := group[rate]
+		if !ok {
+			i = len(groups)
+			group[rate] = i
+			g := req
+			g.open, g.capped, g.caps, g.all, g.window, g.total = nil, nil, nil, nil, nil, 0
+			groups = append(groups, controlledGroup{req: g, rate: rate})
+		}
+		g := &groups[i].req
+		g.capped, g.caps = append(g.capped, typ), append(g.caps, int32(limit))
+		g.all, g.window = append(g.all, typ), append(g.window, window)
+		g.total += limit
+	}
+	for k, typ := range req.all {
+		limit := req.total
+		if i := slices.Index(req.capped, typ); i >= 0 {
+			limit = int(req.caps[i])
+		} else if !slices.Contains(req.open, typ) {
+			limit = 0 // capped at 0, not left uncapped in the search of expired claims
+		}
+		rate := ""
+		if c := controls[typ]; c != nil {
+			if c.paused || c.keyed {
+				limit = 0
+			}
+			if c.max > 0 {
+				limit = min(limit, c.max-c.counting)
+				counted = append(counted, typ)
+			}
+			if c.rate != nil {
+				rate = *c.rate
+				tokens[rate] = int(valueOr(c.tokens, 0))
+			}
+		}
+		add(rate, typ, req.window[k], max(limit, 0))
+	}
+	for i := range groups {
+		g := &groups[i]
+		if g.rate != "" {
+			g.req.total = min(g.req.total, max(tokens[g.rate], 0))
+		}
+	}
+	// Without a rate limit first: they take no tokens.
+	slices.SortStableFunc(groups, func(a, b controlledGroup) int {
+		switch {
+		case a.rate == "" && b.rate != "":
+			return -1
+		case a.rate != "" && b.rate == "":
+			return 1
+		}
+		return 0
+	})
+	return groups, counted
+}
+
+// takeTokens takes sign × n tokens of each rate limit of n, the buckets
+// refilled up to now.
+func (cl *claimer) takeTokens(ctx context.Context, n map[string]int, now time.Time, sign int) error {
+	var names []string
+	var counts []float64
+	for name, k := range n {
+		if k != 0 {
+			names, counts = append(names, name), append(counts, float64(sign*k))
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	_, err := cl.pool.Exec(ctx, query.CitusTakeTokens, names, counts, now)
+	return err
+}
+
+func valueOr[T any](p *T, v T) T {
+	if p == nil {
+		return v
+	}
+	return *p
+}

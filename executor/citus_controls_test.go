@@ -1,0 +1,135 @@
+package executor_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/executor"
+	"github.com/corotask/corotask/internal/testdb"
+	"github.com/corotask/corotask/tasks"
+)
+
+// pollAll runs PollOnce until it polls nothing, and returns how many it
+// polled.
+func pollAll(t *testing.T, e *executor.Executor) int {
+	t.Helper()
+	total := 0
+	for {
+		n, err := e.PollOnce(context.Background())
+		require.NoError(t, err)
+		if n == 0 {
+			return total
+		}
+		total += n
+	}
+}
+
+// On Citus, a paused type is not claimed, and is once resumed; a type
+// with a rate limit takes no more polls than its tokens, shared with the
+// other types of the limit, and the tokens a claim did not use stay.
+func TestCitusPauseAndRateLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	e := executor.MustNew(db, fastConfig(t))
+	for _, typ := range []tasks.Type{"paused", "mail", "sms"} {
+		executor.Register(e, typ, executor.PollerFunc[any, any](doneAtOnce))
+	}
+	createN(t, db, "paused", 3)
+	require.NoError(t, tasks.Pause(ctx, db, "paused"))
+	require.Zero(t, pollAll(t, e), "a paused type is not claimed")
+	require.NoError(t, tasks.Resume(ctx, db, "paused"))
+	require.Equal(t, 3, pollAll(t, e))
+
+	// Five tokens an hour for two types, and seven tasks of them.
+	require.NoError(t, tasks.SetRateLimit(ctx, db, "outbox", 5, time.Hour, []tasks.Type{"mail", "sms"}, tasks.AllowNewType()))
+	createN(t, db, "mail", 4)
+	createN(t, db, "sms", 3)
+	require.Equal(t, 5, pollAll(t, e))
+	var tokens float64
+	require.NoError(t, db.QueryRow(ctx, `SELECT tokens FROM corotask.rate_limits WHERE name = 'outbox'`).Scan(&tokens))
+	require.Less(t, tokens, 1.0, "the five tokens were taken")
+	require.GreaterOrEqual(t, tokens, 0.0, "and no more")
+	var ready int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks WHERE task_type IN ('mail', 'sms') AND done_at IS NULL`).Scan(&ready))
+	require.Equal(t, 2, ready)
+
+	// Unused tokens are given back: with the limit raised, a claim that
+	// finds two tasks takes two tokens of the new ones.
+	require.NoError(t, tasks.SetRateLimit(ctx, db, "outbox", 1000, time.Hour, []tasks.Type{"mail", "sms"}))
+	_, err := db.Exec(ctx, `UPDATE corotask.rate_limits SET tokens = 10, refilled_at = $1 WHERE name = 'outbox'`, time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 2, pollAll(t, e))
+	require.NoError(t, db.QueryRow(ctx, `SELECT tokens FROM corotask.rate_limits WHERE name = 'outbox'`).Scan(&tokens))
+	require.InDelta(t, 8, tokens, 0.001)
+
+	// A poll's own acquisitions take from the same bucket.
+	wait, err := tasks.Acquire(ctx, db, "outbox", 8)
+	require.NoError(t, err)
+	require.Zero(t, wait)
+	wait, err = tasks.Acquire(ctx, db, "outbox", 1)
+	require.NoError(t, err)
+	require.Positive(t, wait, "the bucket is empty")
+}
+
+// runningGauge counts the polls of a type running at once, and keeps the
+// most it saw; claims counts the claim statements made.
+type runningGauge struct {
+	executor.NoHooks
+	running, most, claims atomic.Int64
+}
+
+func (g *runningGauge) ClaimDone(context.Context, *executor.ClaimInfo) { g.claims.Add(1) }
+
+func (g *runningGauge) start() {
+	n := g.running.Add(1)
+	for {
+		m := g.most.Load()
+		if n <= m || g.most.CompareAndSwap(m, n) {
+			return
+		}
+	}
+}
+
+// On Citus, a type's fleet-wide maximum holds across two executors, each
+// with room for more: with two polls running and held, the executors keep
+// claiming and start no third; released, every task is polled, and never
+// more than two at once.
+func TestCitusFleetWideMaximum(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	require.NoError(t, tasks.SetMaxRunning(ctx, db, "capped", 2, tasks.AllowNewType()))
+	ids := createN(t, db, "capped", 12)
+	gauge := &runningGauge{}
+	release := make(chan struct{})
+	for range 2 {
+		cfg := fastConfig(t)
+		cfg.Hooks = gauge
+		e := executor.MustNew(db, cfg)
+		executor.Register(e, "capped", executor.PollerFunc[any, any](
+			func(ctx context.Context, t *executor.Task[any, any]) (executor.Action, error) {
+				gauge.start()
+				defer gauge.running.Add(-1)
+				<-release
+				return executor.Done(), nil
+			}))
+		start(t, e)
+	}
+	waitFor(t, "two polls", func() bool { return gauge.running.Load() >= 2 })
+	// Twenty more claims, between them, while the two are held.
+	claims := gauge.claims.Load()
+	waitFor(t, "more claims", func() bool { return gauge.claims.Load() >= claims+20 })
+	require.EqualValues(t, 2, gauge.running.Load(), "no third poll started")
+	var counted int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks WHERE claim IS NOT NULL AND counted`).Scan(&counted))
+	require.Equal(t, 2, counted, "the two claims count toward the maximum")
+
+	close(release)
+	waitDone(t, db, len(ids))
+	require.EqualValues(t, 2, gauge.most.Load(), "never more than the maximum at once")
+}
