@@ -69,7 +69,7 @@ func (cl *claimer) claimControlled(ctx context.Context, pool *pgxpool.Pool, sc s
 		return nil, time.Time{}, fmt.Errorf("claim: %w", err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, query.CitusControlsLock); err != nil {
+	if _, err := conn.Exec(ctx, query.CitusControlsLock, cl.cfg.HeartbeatTimeout.Milliseconds()); err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: wait for the controls lock: %w", dberr.Translate(err))
 	}
 	defer func() {

@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/executor"
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/internal/testdb"
 	"github.com/corotask/corotask/tasks"
 )
@@ -132,4 +134,22 @@ func TestCitusFleetWideMaximum(t *testing.T) {
 	close(release)
 	waitDone(t, db, len(ids))
 	require.EqualValues(t, 2, gauge.most.Load(), "never more than the maximum at once")
+}
+
+// The controls lock that a claim of controlled types holds on Citus ends
+// with its session if the session stays idle past the executor's heartbeat
+// timeout (an executor frozen mid-claim): a pause, which waits for the
+// lock, then goes through.
+func TestCitusControlsLockEndsWithAnIdleSession(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	holder, err := pgx.Connect(ctx, db.Config().ConnString())
+	require.NoError(t, err)
+	defer holder.Close(ctx)
+	_, err = holder.Exec(ctx, query.CitusControlsLock, int64(200))
+	require.NoError(t, err)
+	// The holder now sends nothing more, as a frozen executor would.
+	require.NoError(t, tasks.Pause(ctx, db, "frozen", tasks.AllowNewType()))
+	require.Error(t, holder.Ping(ctx), "the idle session was ended")
 }

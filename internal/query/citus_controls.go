@@ -23,10 +23,14 @@ const CitusControlledTypes = `SELECT coalesce(array_agg(task_type), '{}'),
 FROM corotask.type_controls WHERE task_type = ANY ($1::text[])`
 
 // CitusControlsLock and CitusControlsUnlock take and release the controls
-// lock as a session lock (see above).
+// lock as a session lock (see above). While it holds the lock, the session
+// ends if it stays idle for $1 milliseconds (idle_session_timeout): an
+// executor frozen between two of its statements would otherwise hold every
+// claim of a controlled type, and every change of the controls, until it
+// woke.
 const (
-	CitusControlsLock   = `SELECT pg_advisory_lock(corotask.controls_lock_key())`
-	CitusControlsUnlock = `SELECT pg_advisory_unlock(corotask.controls_lock_key())`
+	CitusControlsLock   = `SELECT pg_advisory_lock(corotask.controls_lock_key()), set_config('idle_session_timeout', $1::bigint::text, false)`
+	CitusControlsUnlock = `SELECT set_config('idle_session_timeout', '0', false), pg_advisory_unlock(corotask.controls_lock_key())`
 )
 
 // CitusControls reads, under the controls lock, the controls of the types
