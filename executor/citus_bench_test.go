@@ -77,3 +77,46 @@ func benchOneshot(b *testing.B, db *pgxpool.Pool) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkTreeCitus runs fib(12) (465 tasks in one tree, so on one shard,
+// parents awaiting their children) b.N times with one executor on a Citus
+// cluster (COROTASK_CITUS_URL; skipped without it), and reports tasks/s:
+//
+//	go test ./executor -run '^$' -bench 'TreeCitus' -benchtime 2x
+func BenchmarkTreeCitus(b *testing.B) {
+	ctx := context.Background()
+	db := testdb.Citus(b)
+	cfg := executor.Config{Concurrency: 64, PollInterval: 50 * time.Millisecond, Logger: testdb.Logger(b)}
+	e := executor.MustNew(db, cfg)
+	executor.Register(e, "fib", fibPoller(executor.AwaitChildren(), nil), executor.History(false))
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	b.ResetTimer()
+	began := time.Now()
+	for range b.N {
+		root, err := tasks.Create(ctx, db, tasks.Spec{Type: "fib", State: fibState{N: 12}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Read on the root's shard alone, every 20 ms.
+		tick := time.NewTicker(20 * time.Millisecond)
+		for status := ""; status != "done"; <-tick.C {
+			if err := db.QueryRow(ctx, `SELECT coalesce(outcome, '') FROM corotask.tasks WHERE task_id = $1 AND root_id = $1`,
+				root).Scan(&status); err != nil {
+				b.Fatal(err)
+			}
+			if status != "" && status != "done" {
+				b.Fatalf("fib(12) ended %s", status)
+			}
+		}
+		tick.Stop()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*465)/time.Since(began).Seconds(), "tasks/s")
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+}
+
