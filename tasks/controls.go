@@ -176,9 +176,10 @@ func ClearRateLimit(ctx context.Context, db DB, name string) error {
 // takes them and returns 0; else it takes none and returns how long until
 // it would hold n if nobody took any meanwhile (a poll may then sleep that
 // long, and try again). The bucket refills by corotask's clock
-// (corotask.now()); a take is one UPDATE of the limit's row, which waits for
-// a concurrent take and checks the bucket again, so that concurrent takes
-// never take more than it holds. A limit that does not exist is refused
+// (corotask.now()); a take locks the limit's row only when the bucket
+// holds n (a refusal locks nothing), waiting for a concurrent take, and
+// checks the bucket again under the lock, so that concurrent takes never
+// take more than it holds. A limit that does not exist is refused
 // with ErrNoRateLimit; n below 1, or above the limit's rate (the bucket
 // never holds more), is refused too. Its role needs UPDATE on
 // corotask.rate_limits, which executors' roles have.

@@ -14,10 +14,11 @@
 --
 -- They run with the rights of the schema's owner, as the operator actions
 -- do; EXECUTE is revoked from PUBLIC, so that an operator's role gets them
--- by grant (see docs/flow-control.md). acquire_tokens is the exception: the
--- polls of executors call it, with their own rights (UPDATE on
--- corotask.rate_limits, which migration 14 grants to the roles that update
--- tasks), as they call their other functions.
+-- by grant (see docs/flow-control.md). acquire_tokens, take_tokens and
+-- give_back_tokens are the exceptions: the polls and claims of executors
+-- call them, with their own rights (UPDATE on corotask.rate_limits, which
+-- migration 14 grants to the roles that update tasks), as they call their
+-- other functions.
 --
 -- They lock the rows of type_controls first, in the order of their types,
 -- then those of key_limits or rate_limits, as a claim does (it locks the
@@ -364,13 +365,17 @@ END
 $$;
 
 -- acquire_tokens takes p_n tokens from the rate limit p_name, after
--- refilling its bucket to corotask.now(), under the lock of its row (which
--- waits for a concurrent take; the bucket is read after it): it returns 0
--- when it took them, else it takes none, writes nothing, and returns how
--- long until p_n tokens would be there (rounded up to the microsecond) if
--- nobody took any meanwhile. It raises CT4R4 for an unknown limit, 22023 for
--- p_n below 1 or above the limit's rate (the bucket never holds more).
--- Takes are not recorded in control_history: they change no control.
+-- refilling its bucket to corotask.now(): it returns 0 when it took them,
+-- else it takes none, writes nothing, and returns how long until p_n tokens
+-- would be there (rounded up to the microsecond) if nobody took any
+-- meanwhile. It reads the bucket first, and locks the row only when the
+-- tokens are there (then reads it again under the lock, which waits for a
+-- concurrent take): a refusal locks nothing. The tokens are computed into
+-- variables, not in the UPDATE: on Citus the UPDATE of a reference table
+-- runs on every node, where no function takes its row type. It raises
+-- CT4R4 for an unknown limit, 22023 for p_n below 1 or above the limit's
+-- rate (the bucket never holds more). Takes are not recorded in
+-- control_history: they change no control.
 CREATE OR REPLACE FUNCTION corotask.acquire_tokens(p_name text, p_n integer)
 RETURNS interval
 LANGUAGE plpgsql SET search_path = '' AS $$
@@ -384,18 +389,7 @@ BEGIN
         RAISE EXCEPTION 'corotask: take % tokens of rate limit "%": at least 1', coalesce(p_n::text, 'NULL'), p_name
             USING ERRCODE = '22023';
     END IF;
-    -- The row is read, and its tokens computed, before the UPDATE: on
-    -- Citus the UPDATE of a reference table runs on every node, where no
-    -- function takes its row type.
-    SELECT * INTO r FROM corotask.rate_limits WHERE name = p_name FOR NO KEY UPDATE;
-    IF FOUND AND r.rate >= p_n THEN
-        have := corotask.rate_limit_tokens(r, now_at);
-        IF have >= p_n THEN
-            UPDATE corotask.rate_limits SET tokens = have - p_n, refilled_at = GREATEST(r.refilled_at, now_at)
-            WHERE name = p_name;
-            RETURN interval '0';
-        END IF;
-    END IF;
+    SELECT * INTO r FROM corotask.rate_limits WHERE name = p_name;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'corotask: no rate limit "%"', p_name USING ERRCODE = 'CT4R4';
     END IF;
@@ -403,8 +397,62 @@ BEGIN
         RAISE EXCEPTION 'corotask: take % tokens of rate limit "%": more than its rate, %', p_n, p_name, r.rate
             USING ERRCODE = '22023', HINT = 'its bucket never holds more than its rate';
     END IF;
+    IF corotask.rate_limit_tokens(r, now_at) >= p_n THEN
+        SELECT * INTO r FROM corotask.rate_limits WHERE name = p_name FOR NO KEY UPDATE;
+        have := corotask.rate_limit_tokens(r, now_at);
+        IF have >= p_n THEN
+            UPDATE corotask.rate_limits SET tokens = have - p_n, refilled_at = GREATEST(r.refilled_at, now_at)
+            WHERE name = p_name;
+            RETURN interval '0';
+        END IF;
+    END IF;
     RETURN pg_catalog.ceil((p_n - corotask.rate_limit_tokens(r, now_at)) * extract(epoch FROM r.per)::float8 * 1e6 / r.rate)
            * interval '1 microsecond';
+END
+$$;
+
+-- take_tokens takes up to p_n whole tokens (fewer when the bucket holds
+-- fewer) from the rate limit p_name, after refilling its bucket to p_at,
+-- under the lock of its row, and returns how many it took (0 for an
+-- unknown limit). give_back_tokens returns p_n tokens to it, its bucket
+-- never above its rate. An executor on Citus reserves with the one the
+-- tokens its claims may take, and gives back those they did not (see
+-- internal/query's CitusReserveTokens); p_at is the time it read with the
+-- controls.
+CREATE OR REPLACE FUNCTION corotask.take_tokens(p_name text, p_n integer, p_at timestamptz)
+RETURNS integer
+LANGUAGE plpgsql SET search_path = '' AS $$
+DECLARE
+    r corotask.rate_limits;
+    have float8;
+    took integer;
+BEGIN
+    SELECT * INTO r FROM corotask.rate_limits WHERE name = p_name FOR NO KEY UPDATE;
+    IF NOT FOUND OR p_n < 1 THEN
+        RETURN 0;
+    END IF;
+    have := corotask.rate_limit_tokens(r, p_at);
+    took := least(p_n, floor(have))::integer;
+    UPDATE corotask.rate_limits SET tokens = have - took, refilled_at = GREATEST(r.refilled_at, p_at)
+    WHERE name = p_name;
+    RETURN took;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION corotask.give_back_tokens(p_name text, p_n integer, p_at timestamptz)
+RETURNS void
+LANGUAGE plpgsql SET search_path = '' AS $$
+DECLARE
+    r corotask.rate_limits;
+    have float8;
+BEGIN
+    SELECT * INTO r FROM corotask.rate_limits WHERE name = p_name FOR NO KEY UPDATE;
+    IF NOT FOUND OR p_n < 1 THEN
+        RETURN;
+    END IF;
+    have := least(r.rate::float8, corotask.rate_limit_tokens(r, p_at) + p_n);
+    UPDATE corotask.rate_limits SET tokens = have, refilled_at = GREATEST(r.refilled_at, p_at)
+    WHERE name = p_name;
 END
 $$;
 
