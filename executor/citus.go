@@ -138,10 +138,11 @@ type shardRoot struct {
 // hold the first ready tasks of req's types (and, when req.stale, their
 // expired claims), then claims on each of those shards in turn, by
 // query.ClaimShard with a root of it, until req is filled. Each shard's
-// claim is a transaction on its worker alone. The types with flow
-// controls are claimed after the others, in turns with every other
-// executor (claimControlled). The floors of readyFloors are not used: each
-// search reads from a shard's oldest ready task.
+// claim is a transaction on its worker alone. It runs on one connection of
+// the claims' pool, which holds the controls lock shared meanwhile (see
+// query.CitusClaimBegin), and claims the types with flow controls after
+// the others (claimControlled). The floors of readyFloors are not used:
+// each search reads from a shard's oldest ready task.
 func (cl *claimer) claimShards(ctx context.Context, req claimRequest) ([]*claimed, time.Time, error) {
 	at := time.Now()
 	if req.stale && cl.controlled.any() {
@@ -157,13 +158,30 @@ func (cl *claimer) claimShards(ctx context.Context, req claimRequest) ([]*claime
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	shards := shardClaim{sender: pool, from: from, minPriority: minPriority}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("claim: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, query.CitusClaimBegin, cl.cfg.HeartbeatTimeout.Milliseconds()); err != nil {
+		// It may hold the lock: ending the session releases it.
+		_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		return nil, time.Time{}, fmt.Errorf("claim: take the controls lock: %w", dberr.Translate(err))
+	}
+	defer func() {
+		endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cl.cfg.HeartbeatTimeout)
+		defer cancel()
+		if _, err := conn.Exec(endCtx, query.CitusClaimEnd); err != nil {
+			_ = conn.Conn().Close(endCtx)
+		}
+	}()
+	shards := shardClaim{sender: conn, from: from, minPriority: minPriority}
 	out, next, err := cl.claimOverShards(ctx, shards, cl.withoutControlled(req), at)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	if ctl := cl.onlyControlled(req.less(out)); ctl.total > 0 {
-		got, ctlNext, err := cl.claimControlled(ctx, pool, shards, ctl, at)
+		got, ctlNext, err := cl.claimControlled(ctx, conn, shards, ctl, at)
 		if err != nil {
 			if len(out) == 0 {
 				return nil, time.Time{}, err
@@ -179,8 +197,8 @@ func (cl *claimer) claimShards(ctx context.Context, req claimRequest) ([]*claime
 	return out, next, nil
 }
 
-// shardClaim is how claimOverShards claims: through sender (the claims'
-// pool, or the connection that holds the controls lock), from the floors
+// shardClaim is how claimOverShards claims: through sender (the
+// connection that holds the controls lock), from the floors
 // from, of tasks of priority minPriority and above; with counted set, by
 // query.ClaimShardCounted, whose claims of those types count toward their
 // maximums.

@@ -119,4 +119,3 @@ func BenchmarkTreeCitus(b *testing.B) {
 		b.Fatal(err)
 	}
 }
-

@@ -55,29 +55,19 @@ type typeControls struct {
 }
 
 // claimControlled claims the types of req, which have flow controls, on a
-// distributed database: under the controls lock, held on the coordinator by
-// the session that then claims (so that no other claim of such types, and
-// no change of the controls, runs meanwhile), it counts each type's running
-// polls over every shard and reads its rate limit's tokens, caps each type
-// within them (and within req), and claims shard by shard by
+// distributed database, on conn, which holds the controls lock shared (see
+// claimShards): it takes the controlled claims' lock (so that such claims
+// take turns across the fleet), counts each type's running polls over
+// every shard and reads its rate limit's tokens, caps each type within
+// them (and within req), and claims shard by shard by
 // query.ClaimShardCounted, the types of each rate limit together (their
 // claims share its tokens: reserved before, those not used given back
-// after), then unlocks. A type with a key space, or paused, takes nothing.
-func (cl *claimer) claimControlled(ctx context.Context, pool *pgxpool.Pool, sc shardClaim, req claimRequest, at time.Time) ([]*claimed, time.Time, error) {
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("claim: %w", err)
+// after). A type that may take nothing (paused, at its maximum, with a key
+// space, or without a free slot) is left out of the claim.
+func (cl *claimer) claimControlled(ctx context.Context, conn *pgxpool.Conn, sc shardClaim, req claimRequest, at time.Time) ([]*claimed, time.Time, error) {
+	if _, err := conn.Exec(ctx, query.CitusControlledLock); err != nil {
+		return nil, time.Time{}, fmt.Errorf("claim: wait for the other controlled claims: %w", dberr.Translate(err))
 	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, query.CitusControlsLock, cl.cfg.HeartbeatTimeout.Milliseconds()); err != nil {
-		return nil, time.Time{}, fmt.Errorf("claim: wait for the controls lock: %w", dberr.Translate(err))
-	}
-	defer func() {
-		if _, err := conn.Exec(context.WithoutCancel(ctx), query.CitusControlsUnlock); err != nil {
-			// Ending the session releases its lock.
-			_ = conn.Conn().Close(context.WithoutCancel(ctx))
-		}
-	}()
 	controls, err := readTypeControls(ctx, conn, req.all)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: read the flow controls: %w", dberr.Translate(err))
@@ -87,37 +77,38 @@ func (cl *claimer) claimControlled(ctx context.Context, pool *pgxpool.Pool, sc s
 	for _, c := range controls {
 		now = c.at
 	}
-	sc.sender, sc.counted = conn, counted
+	sc.counted = counted
 	var out []*claimed
 	var next time.Time
 	claims := 0
 	for _, g := range groups {
 		g.req.total = min(g.req.total, req.total-len(out))
-		if g.req.total == 0 {
-			continue
-		}
-		claims++
-		reserved := map[string]int{}
-		if g.rate != "" {
-			// The group's tokens are reserved first: an executor that dies
-			// before it gives back those it did not use leaves the limit
-			// under its rate, never over it.
-			reserved[g.rate] = g.req.total
-			if err := cl.takeTokens(ctx, reserved, now, 1); err != nil {
-				err = fmt.Errorf("claim: take the rate limit's tokens: %w", dberr.Translate(err))
+		if g.rate != "" && g.req.total > 0 {
+			// The tokens are reserved first: an executor that dies before
+			// it gives back those it did not use leaves the limit under its
+			// rate, never over it.
+			var took int
+			if err := conn.QueryRow(ctx, query.CitusReserveTokens, g.rate, g.req.total, now).Scan(&took); err != nil {
+				err = fmt.Errorf("claim: take the tokens of rate limit %q: %w", g.rate, dberr.Translate(err))
 				if len(out) == 0 {
 					return nil, time.Time{}, err
 				}
 				cl.log.Warn("corotask: claim of the types with flow controls", "error", err)
 				break
 			}
+			g.req.total = took
 		}
+		if g.req.total == 0 {
+			continue
+		}
+		claims++
 		got, gnext, err := cl.claimOverShards(ctx, sc, g.req, at)
-		if g.rate != "" {
-			reserved[g.rate] -= len(got)
-			if err := cl.takeTokens(ctx, reserved, now, -1); err != nil {
-				cl.log.Warn("corotask: give back the unused tokens of a rate limit", "limit", g.rate, "error", err)
+		if unused := g.req.total - len(got); g.rate != "" && unused > 0 {
+			backCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cl.cfg.HeartbeatTimeout)
+			if _, err := conn.Exec(backCtx, query.CitusReturnTokens, g.rate, unused, now); err != nil {
+				cl.log.Warn("corotask: give back the unused tokens of a rate limit", "limit", g.rate, "tokens", unused, "error", err)
 			}
+			cancel()
 		}
 		out = append(out, got...)
 		if !gnext.IsZero() && (next.IsZero() || gnext.Before(next)) {
@@ -189,7 +180,10 @@ type controlledGroup struct {
 // controls (a type no longer controlled keeps req's cap) and each group's
 // total within its rate limit's tokens, and returns the groups (those
 // without a rate limit first) and the types whose claims count toward a
-// maximum.
+// maximum. A type that may take nothing is left out: in a claim, its ready
+// tasks would take the places of the others' in the read of which shards
+// hold work (and a type left out of a claim's types is not searched for
+// expired claims either).
 func capControlled(req claimRequest, controls map[string]*typeControls) ([]controlledGroup, []string) {
 	var groups []controlledGroup
 	group := map[string]int{} // rate limit: its place in groups
@@ -230,7 +224,9 @@ func capControlled(req claimRequest, controls map[string]*typeControls) ([]contr
 				tokens[rate] = int(valueOr(c.tokens, 0))
 			}
 		}
-		add(rate, typ, req.window[k], max(limit, 0))
+		if limit > 0 {
+			add(rate, typ, req.window[k], limit)
+		}
 	}
 	for i := range groups {
 		g := &groups[i]
@@ -249,23 +245,6 @@ func capControlled(req claimRequest, controls map[string]*typeControls) ([]contr
 		return 0
 	})
 	return groups, counted
-}
-
-// takeTokens takes sign × n tokens of each rate limit of n, the buckets
-// refilled up to now.
-func (cl *claimer) takeTokens(ctx context.Context, n map[string]int, now time.Time, sign int) error {
-	var names []string
-	var counts []float64
-	for name, k := range n {
-		if k != 0 {
-			names, counts = append(names, name), append(counts, float64(sign*k))
-		}
-	}
-	if len(names) == 0 {
-		return nil
-	}
-	_, err := cl.pool.Exec(ctx, query.CitusTakeTokens, names, counts, now)
-	return err
 }
 
 func valueOr[T any](p *T, v T) T {

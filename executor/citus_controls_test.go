@@ -136,10 +136,9 @@ func TestCitusFleetWideMaximum(t *testing.T) {
 	require.EqualValues(t, 2, gauge.most.Load(), "never more than the maximum at once")
 }
 
-// The controls lock that a claim of controlled types holds on Citus ends
-// with its session if the session stays idle past the executor's heartbeat
-// timeout (an executor frozen mid-claim): a pause, which waits for the
-// lock, then goes through.
+// The controls lock that a claim holds on Citus ends with its session if
+// the session stays idle past the executor's heartbeat timeout (an executor
+// frozen mid-claim): a pause, which waits for the lock, then goes through.
 func TestCitusControlsLockEndsWithAnIdleSession(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -147,9 +146,23 @@ func TestCitusControlsLockEndsWithAnIdleSession(t *testing.T) {
 	holder, err := pgx.Connect(ctx, db.Config().ConnString())
 	require.NoError(t, err)
 	defer holder.Close(ctx)
-	_, err = holder.Exec(ctx, query.CitusControlsLock, int64(200))
+	_, err = holder.Exec(ctx, query.CitusClaimBegin, testdb.LongHeartbeat.Milliseconds())
 	require.NoError(t, err)
-	// The holder now sends nothing more, as a frozen executor would.
-	require.NoError(t, tasks.Pause(ctx, db, "frozen", tasks.AllowNewType()))
+	var timeout time.Duration
+	require.NoError(t, holder.QueryRow(ctx, `SELECT current_setting('idle_session_timeout')::interval`).Scan(&timeout))
+	require.Equal(t, testdb.LongHeartbeat, timeout, "the claim's session ends idle after its heartbeat timeout")
+	paused := make(chan error, 1)
+	go func() { paused <- tasks.Pause(ctx, db, "frozen", tasks.AllowNewType()) }()
+	testdb.WaitForLockWait(t, db)
+	select {
+	case err := <-paused:
+		t.Fatalf("the pause did not wait for the claim's lock: %v", err)
+	default:
+	}
+	// The holder's timeout, shortened now that the pause waits; then it
+	// sends nothing more, as a frozen executor would.
+	_, err = holder.Exec(ctx, `SELECT set_config('idle_session_timeout', '100', false)`)
+	require.NoError(t, err)
+	require.NoError(t, <-paused)
 	require.Error(t, holder.Ping(ctx), "the idle session was ended")
 }

@@ -4,16 +4,20 @@ import "strings"
 
 // Flow controls on Citus. A type's maximum of running polls and its rate
 // limit count over every shard, and a claim on one shard cannot count
-// them: an executor claims the types with controls in turns with every
-// other, under the controls lock (corotask.controls_lock_key) held as a
-// session lock on the coordinator (CitusControlsLock): it reads their
-// controls, the running polls counted toward their maximums over every
-// shard (CitusCountedRunning) and the tokens of their rate limits, reserves
-// tokens (CitusTakeTokens), claims shard by shard within what is left
-// (ClaimShardCounted), gives back the tokens it did not use, and unlocks.
-// The lock is the one that a change of the controls (corotask.control_begin)
-// takes: a pause or a new maximum waits for the claim in flight, and every
-// later claim sees it. Key spaces (a limit per key over the tasks of
+// them. A claim on Citus therefore holds, on the coordinator, the controls
+// lock (corotask.controls_lock_key) shared as a session lock for its whole
+// length (CitusClaimBegin), as a claim on one server holds it in its
+// transaction: a change of the controls (corotask.control_begin, which takes
+// it exclusive) waits for the claims in flight, and every later claim sees
+// it; commits, which take it shared, do not wait. It claims the types
+// without controls first; then, for the types with controls, it takes the
+// controlled claims' lock (CitusControlledLock) exclusive, so that such
+// claims take turns across the fleet, reads their controls and the running
+// polls counted toward their maximums over every shard
+// (CitusCountedRunning), reserves a rate limit's tokens (CitusReserveTokens),
+// claims shard by shard within what is left (ClaimShardCounted), and gives
+// back the tokens it did not use (CitusReturnTokens). CitusClaimEnd
+// releases both locks. Key spaces (a limit per key over the tasks of
 // several types) are not claimed on Citus.
 
 // CitusControlledTypes reads which of the types $1 have flow controls, and
@@ -22,15 +26,16 @@ const CitusControlledTypes = `SELECT coalesce(array_agg(task_type), '{}'),
        coalesce(array_agg(task_type) FILTER (WHERE key_space IS NOT NULL), '{}')
 FROM corotask.type_controls WHERE task_type = ANY ($1::text[])`
 
-// CitusControlsLock and CitusControlsUnlock take and release the controls
-// lock as a session lock (see above). While it holds the lock, the session
-// ends if it stays idle for $1 milliseconds (idle_session_timeout): an
-// executor frozen between two of its statements would otherwise hold every
-// claim of a controlled type, and every change of the controls, until it
-// woke.
+// CitusClaimBegin takes the controls lock shared as a session lock (see
+// above); the session ends if it stays idle for $1 milliseconds while it
+// holds the locks (idle_session_timeout): an executor frozen between two of
+// its statements would otherwise hold every change of the controls, and
+// every controlled claim, until it woke. CitusControlledLock takes the
+// controlled claims' lock. CitusClaimEnd releases them, and the timeout.
 const (
-	CitusControlsLock   = `SELECT pg_advisory_lock(corotask.controls_lock_key()), set_config('idle_session_timeout', $1::bigint::text, false)`
-	CitusControlsUnlock = `SELECT set_config('idle_session_timeout', '0', false), pg_advisory_unlock(corotask.controls_lock_key())`
+	CitusClaimBegin     = `SELECT set_config('idle_session_timeout', $1::bigint::text, false), pg_advisory_lock_shared(corotask.controls_lock_key())`
+	CitusControlledLock = `SELECT pg_advisory_lock(corotask.controls_lock_key() + 1)`
+	CitusClaimEnd       = `RESET idle_session_timeout; SELECT pg_advisory_unlock_all()`
 )
 
 // CitusControls reads, under the controls lock, the controls of the types
@@ -51,15 +56,14 @@ WHERE task_type = ANY ($1::text[]) AND claim IS NOT NULL AND counted
   AND claim_expires_at >= corotask.now() - interval '1 second'
 GROUP BY task_type`
 
-// CitusTakeTokens takes $2 tokens from each rate limit $1 (a negative
-// count gives them back), the bucket refilled up to $3, the time
-// CitusControls read: the time is a parameter, as Citus refuses
-// corotask.now() (a COALESCE) in an UPDATE of a reference table.
-var CitusTakeTokens = `UPDATE corotask.rate_limits l SET
-    tokens = ` + strings.ReplaceAll(rateTokens, "corotask.now()", "$3::timestamptz") + ` - u.n,
-    refilled_at = greatest(l.refilled_at, $3::timestamptz)
-FROM unnest($1::text[], $2::float8[]) AS u(name, n)
-WHERE l.name = u.name`
+// CitusReserveTokens takes up to $2 whole tokens from the rate limit $1,
+// its bucket refilled up to $3 (the time CitusControls read), and returns
+// how many it took; CitusReturnTokens gives $2 back (see
+// corotask.take_tokens).
+const (
+	CitusReserveTokens = `SELECT corotask.take_tokens($1, $2, $3)`
+	CitusReturnTokens  = `SELECT corotask.give_back_tokens($1, $2, $3)`
+)
 
 // ClaimCounted is Claim for the types with controls on Citus, which the
 // executor caps ($3, $4) within their controls: it claims them although
@@ -68,11 +72,13 @@ WHERE l.name = u.name`
 var ClaimCounted = claimCounted()
 
 func claimCounted() string {
-	q := strings.Replace(Claim,
-		`SELECT EXISTS (SELECT 1 FROM corotask.type_controls x WHERE x.task_type = ANY ($6::text[])) AS yes`,
-		`SELECT false AS yes`, 1)
-	return strings.Replace(q, claimUpdate+claimUpdateTail,
-		claimUpdate+`
+	gained := `SELECT EXISTS (SELECT 1 FROM corotask.type_controls x WHERE x.task_type = ANY ($6::text[])) AS yes`
+	update := claimUpdate + claimUpdateTail
+	if strings.Count(Claim, gained) != 1 || strings.Count(Claim, update) != 1 {
+		panic("query: ClaimCounted: Claim no longer holds the gained test and the update it rewrites")
+	}
+	q := strings.Replace(Claim, gained, `SELECT false AS yes`, 1)
+	return strings.Replace(q, update, claimUpdate+`
         counted = t.task_type = ANY ($13::text[]),`+claimUpdateTail, 1)
 }
 
