@@ -352,22 +352,26 @@ func (cl *claimer) withoutControlled(req claimRequest) claimRequest {
 	if !cl.controlled.any() {
 		return req
 	}
-	keep := func(typ string) bool { return !cl.controlled.has(tasks.Type(typ)) }
-	var out claimRequest = req
+	return req.only(func(typ string) bool { return !cl.controlled.has(tasks.Type(typ)) })
+}
+
+// only is r with only the types that keep keeps.
+func (r claimRequest) only(keep func(typ string) bool) claimRequest {
+	out := r
 	out.open, out.capped, out.caps, out.all, out.window = nil, nil, nil, nil, nil
-	for _, typ := range req.open {
+	for _, typ := range r.open {
 		if keep(typ) {
 			out.open = append(out.open, typ)
 		}
 	}
-	for i, typ := range req.capped {
+	for i, typ := range r.capped {
 		if keep(typ) {
-			out.capped, out.caps = append(out.capped, typ), append(out.caps, req.caps[i])
+			out.capped, out.caps = append(out.capped, typ), append(out.caps, r.caps[i])
 		}
 	}
-	for i, typ := range req.all {
+	for i, typ := range r.all {
 		if keep(typ) {
-			out.all, out.window = append(out.all, typ), append(out.window, req.window[i])
+			out.all, out.window = append(out.all, typ), append(out.window, r.window[i])
 		}
 	}
 	if len(out.all) == 0 {

@@ -19,28 +19,7 @@ func (cl *claimer) onlyControlled(req claimRequest) claimRequest {
 	if !cl.controlled.any() || req.total == 0 {
 		return claimRequest{}
 	}
-	keep := func(typ string) bool { return cl.controlled.has(tasks.Type(typ)) }
-	out := req
-	out.open, out.capped, out.caps, out.all, out.window = nil, nil, nil, nil, nil
-	for _, typ := range req.open {
-		if keep(typ) {
-			out.open = append(out.open, typ)
-		}
-	}
-	for i, typ := range req.capped {
-		if keep(typ) {
-			out.capped, out.caps = append(out.capped, typ), append(out.caps, req.caps[i])
-		}
-	}
-	for i, typ := range req.all {
-		if keep(typ) {
-			out.all, out.window = append(out.all, typ), append(out.window, req.window[i])
-		}
-	}
-	if len(out.all) == 0 {
-		out.total = 0
-	}
-	return out
+	return req.only(func(typ string) bool { return cl.controlled.has(tasks.Type(typ)) })
 }
 
 // typeControls are a type's flow controls as a claim on Citus counts them.

@@ -15,21 +15,6 @@ import (
 	"github.com/corotask/corotask/tasks"
 )
 
-// pollAll runs PollOnce until it polls nothing, and returns how many it
-// polled.
-func pollAll(t *testing.T, e *executor.Executor) int {
-	t.Helper()
-	total := 0
-	for {
-		n, err := e.PollOnce(context.Background())
-		require.NoError(t, err)
-		if n == 0 {
-			return total
-		}
-		total += n
-	}
-}
-
 // On Citus, a paused type is not claimed, and is once resumed; a type
 // with a rate limit takes no more polls than its tokens, shared with the
 // other types of the limit, and the tokens a claim did not use stay.
@@ -43,15 +28,15 @@ func TestCitusPauseAndRateLimit(t *testing.T) {
 	}
 	createN(t, db, "paused", 3)
 	require.NoError(t, tasks.Pause(ctx, db, "paused"))
-	require.Zero(t, pollAll(t, e), "a paused type is not claimed")
+	require.Zero(t, pollUntilIdle(t, e), "a paused type is not claimed")
 	require.NoError(t, tasks.Resume(ctx, db, "paused"))
-	require.Equal(t, 3, pollAll(t, e))
+	require.Equal(t, 3, pollUntilIdle(t, e))
 
 	// Five tokens an hour for two types, and seven tasks of them.
 	require.NoError(t, tasks.SetRateLimit(ctx, db, "outbox", 5, time.Hour, []tasks.Type{"mail", "sms"}, tasks.AllowNewType()))
 	createN(t, db, "mail", 4)
 	createN(t, db, "sms", 3)
-	require.Equal(t, 5, pollAll(t, e))
+	require.Equal(t, 5, pollUntilIdle(t, e))
 	var tokens float64
 	require.NoError(t, db.QueryRow(ctx, `SELECT tokens FROM corotask.rate_limits WHERE name = 'outbox'`).Scan(&tokens))
 	require.Less(t, tokens, 1.0, "the five tokens were taken")
@@ -65,7 +50,7 @@ func TestCitusPauseAndRateLimit(t *testing.T) {
 	require.NoError(t, tasks.SetRateLimit(ctx, db, "outbox", 1000, time.Hour, []tasks.Type{"mail", "sms"}))
 	_, err := db.Exec(ctx, `UPDATE corotask.rate_limits SET tokens = 10, refilled_at = $1 WHERE name = 'outbox'`, time.Now().Add(time.Hour))
 	require.NoError(t, err)
-	require.Equal(t, 2, pollAll(t, e))
+	require.Equal(t, 2, pollUntilIdle(t, e))
 	require.NoError(t, db.QueryRow(ctx, `SELECT tokens FROM corotask.rate_limits WHERE name = 'outbox'`).Scan(&tokens))
 	require.InDelta(t, 8, tokens, 0.001)
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corotask/corotask/executor"
@@ -127,12 +128,9 @@ func TestCitusTakeover(t *testing.T) {
 	require.Equal(t, 1, takenOver)
 }
 
-// On Citus, an executor renews the claims of its polls in flight (shard by
-// shard), and a poll that outlives several renewals commits.
-func TestCitusHeartbeatRenews(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := testdb.Citus(t)
+// slowRenewedPolls returns an executor renewing its claims every 50 ms whose
+// polls of type "slow" end once release is closed.
+func slowRenewedPolls(t *testing.T, db *pgxpool.Pool) (*executor.Executor, chan struct{}) {
 	cfg := fastConfig(t)
 	cfg.HeartbeatInterval = 50 * time.Millisecond
 	e := executor.MustNew(db, cfg)
@@ -142,6 +140,26 @@ func TestCitusHeartbeatRenews(t *testing.T) {
 			<-release
 			return executor.Done(), nil
 		}))
+	return e, release
+}
+
+// requireEachPolledOnce waits until the n tasks are done, and checks that
+// each was polled once: no claim was lost.
+func requireEachPolledOnce(t *testing.T, db tasks.DB, n int) {
+	t.Helper()
+	waitDone(t, db, n)
+	var attempts int
+	require.NoError(t, db.QueryRow(context.Background(), `SELECT sum(attempts) FROM corotask.tasks`).Scan(&attempts))
+	require.Equal(t, n, attempts, "no claim was lost")
+}
+
+// On Citus, an executor renews the claims of its polls in flight (shard by
+// shard), and a poll that outlives several renewals commits.
+func TestCitusHeartbeatRenews(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	e, release := slowRenewedPolls(t, db)
 	ids := createN(t, db, "slow", 6)
 	start(t, e)
 	for _, id := range ids {
@@ -157,10 +175,7 @@ func TestCitusHeartbeatRenews(t *testing.T) {
 		})
 	}
 	close(release)
-	waitDone(t, db, len(ids))
-	var attempts int
-	require.NoError(t, db.QueryRow(ctx, `SELECT sum(attempts) FROM corotask.tasks`).Scan(&attempts))
-	require.Equal(t, len(ids), attempts, "no claim was lost")
+	requireEachPolledOnce(t, db, len(ids))
 }
 
 // On Citus, a renewal that fails on one shard (here, a trigger on that
@@ -172,15 +187,7 @@ func TestCitusRenewalFailsOnOneShard(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.Citus(t)
-	cfg := fastConfig(t)
-	cfg.HeartbeatInterval = 50 * time.Millisecond
-	e := executor.MustNew(db, cfg)
-	release := make(chan struct{})
-	executor.Register(e, "slow", executor.PollerFunc[json.RawMessage, json.RawMessage](
-		func(ctx context.Context, t *executor.Task[json.RawMessage, json.RawMessage]) (executor.Action, error) {
-			<-release
-			return executor.Done(), nil
-		}))
+	e, release := slowRenewedPolls(t, db)
 	ids := createN(t, db, "slow", 8)
 	shardOf := func(id tasks.ID) (shard int64) {
 		require.NoError(t, db.QueryRow(ctx, `SELECT get_shard_id_for_distribution_column('corotask.tasks', root_id)
@@ -252,10 +259,7 @@ func TestCitusRenewalFailsOnOneShard(t *testing.T) {
 	onWorker(`DROP TRIGGER refuse_update ON ` + shardTable + `; DROP FUNCTION public.refuse_update()`)
 	renewed(failing, stuck)
 	close(release)
-	waitDone(t, db, len(ids))
-	var attempts int
-	require.NoError(t, db.QueryRow(ctx, `SELECT sum(attempts) FROM corotask.tasks`).Scan(&attempts))
-	require.Equal(t, len(ids), attempts, "no claim was lost")
+	requireEachPolledOnce(t, db, len(ids))
 }
 
 // On Citus, a workflow fans out and in: fib(10)'s tree of 177 tasks, its

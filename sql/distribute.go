@@ -4,6 +4,8 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -48,10 +50,49 @@ func citusFunctions(ctx context.Context, tx pgx.Tx, must bool) error {
 		}
 		return nil
 	}
+	commit, err := citusCommitPolls()
+	if err != nil {
+		return err
+	}
+	// Before the claim functions: those set commit_polls' options, which
+	// CREATE OR REPLACE would reset.
+	if _, err := tx.Exec(ctx, commit); err != nil {
+		return fmt.Errorf("make the commit function of a distributed database: %w", err)
+	}
 	if _, err := tx.Exec(ctx, query.ClaimShardFunctions()); err != nil {
 		return fmt.Errorf("make the claim functions of a distributed database: %w", err)
 	}
 	return nil
+}
+
+// citusFilter is a filter of commit_polls that only a distributed database
+// runs: a comment, /*citus: AND ... */, in the function's file.
+var citusFilter = regexp.MustCompile(`/\*citus: (.*?) \*/`)
+
+// citusCommitFilters is how many citusFilter marks commit_polls holds.
+const citusCommitFilters = 3
+
+// citusCommitPolls returns commit_polls as a distributed database runs it:
+// the function of functions/commit.sql with its citus: filters made part
+// of its statements (they name the roots of the batch's trees, so that
+// Citus sends each statement only to the shards that hold them).
+func citusCommitPolls() (string, error) {
+	file, err := files.ReadFile("functions/commit.sql")
+	if err != nil {
+		return "", fmt.Errorf("read the commit function: %w", err)
+	}
+	_, def, ok := strings.Cut(string(file), "CREATE OR REPLACE FUNCTION corotask.commit_polls(")
+	if !ok {
+		return "", fmt.Errorf("functions/commit.sql holds no corotask.commit_polls")
+	}
+	def, _, ok = strings.Cut(def, "\n$$;\n")
+	if !ok {
+		return "", fmt.Errorf("functions/commit.sql: corotask.commit_polls does not end")
+	}
+	if n := len(citusFilter.FindAllString(def, -1)); n != citusCommitFilters {
+		return "", fmt.Errorf("functions/commit.sql: corotask.commit_polls holds %d citus: filters, not %d", n, citusCommitFilters)
+	}
+	return "CREATE OR REPLACE FUNCTION corotask.commit_polls(" + citusFilter.ReplaceAllString(def, "$1") + "\n$$;\n", nil
 }
 
 // Distributed reports whether Citus distributes db's tasks (Distribute

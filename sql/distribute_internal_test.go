@@ -1,0 +1,23 @@
+package sql
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// On a distributed database, commit_polls names its trees' roots in its
+// UPDATE and its two DELETEs; on one server, the function's file is run as
+// it is, the filters comments.
+func TestCitusCommitPollsNamesItsRoots(t *testing.T) {
+	t.Parallel()
+	def, err := citusCommitPolls()
+	require.NoError(t, err)
+	require.NotContains(t, def, "/*citus:")
+	for _, filter := range []string{"AND t.root_id = ANY (v_roots)", "AND m.root_id = ANY (v_roots)", "AND h.root_id = ANY (v_roots)"} {
+		require.Equal(t, 1, strings.Count(def, filter), filter)
+	}
+	require.True(t, strings.HasPrefix(def, "CREATE OR REPLACE FUNCTION corotask.commit_polls("))
+	require.True(t, strings.HasSuffix(def, "\n$$;\n"))
+}
