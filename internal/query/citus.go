@@ -144,6 +144,36 @@ const shardTables = `
         pg_catalog.shard_name('corotask.type_controls',
             (SELECT s.shardid FROM pg_catalog.pg_dist_shard s WHERE s.logicalrelid = 'corotask.type_controls'::regclass))`
 
+// claimShardFunction makes the function name, which runs the claim
+// statement (a format string over shardTables, $1 to $12 Claim's
+// parameters, and $13 of type extra when extra is not "") on the shard
+// that holds p_key's root, and has Citus delegate its calls to that
+// shard's worker.
+func claimShardFunction(name, statement, extra string) string {
+	params, types, using := "", "", ""
+	if extra != "" {
+		params, types, using = ", p13 "+extra, ", "+extra, ", p13"
+	}
+	return `
+CREATE OR REPLACE FUNCTION ` + name + `(p_key uuid,
+    p1 text[], p2 integer, p3 text[], p4 integer[], p5 double precision, p6 text[], p7 uuid, p8 uuid[], p9 integer[],
+    p10 timestamptz[], p11 timestamptz, p12 boolean` + params + `)
+RETURNS TABLE (task_id uuid, task_type text, parent_id uuid, inner_state jsonb, envelopes jsonb[], seqs bigint[],
+    more boolean, claim uuid, failures integer, attempts integer, taken_over boolean, at timestamptz, trace jsonb,
+    floors timestamptz[], stale_floor timestamptz, task_key text, woke smallint)
+LANGUAGE plpgsql SET search_path = '' SET enable_seqscan = off SET jit = off AS $f$
+BEGIN
+    RETURN QUERY EXECUTE format($claim$` + statement + `$claim$, ` + shardTables + `)
+    USING p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12` + using + `;
+END
+$f$;
+
+SELECT create_distributed_function(
+    '` + name + `(uuid, text[], integer, text[], integer[], double precision, text[], uuid, uuid[], integer[], timestamptz[], timestamptz, boolean` + types + `)',
+    'p_key', colocate_with => 'corotask.tasks', force_delegation => true);
+`
+}
+
 // onShard is statement as a format string over shardTables: its own %
 // doubled, then the tables named by their position.
 func onShard(statement string) string {
@@ -169,7 +199,7 @@ func onShard(statement string) string {
 // Claim claims nothing when a type polled has flow controls, and says so
 // in its last row: the executor on Citus claims those types with
 // corotask.claim_shard_counted_<digest>, ClaimCounted likewise, within the
-// caps it counted under the controls lock (see CitusControlsLock).
+// caps it counted under the controls lock (see CitusClaimBegin).
 func ClaimShardFunctions() string {
 	onShardClaim := func(claim string) string {
 		return strings.ReplaceAll(onShard(claim), "corotask.inbox_window(", "corotask.inbox_window_in(%2$L::regclass, ")
@@ -190,40 +220,7 @@ BEGIN
 END
 $f$;
 
-CREATE OR REPLACE FUNCTION ` + claimShardName + `(p_key uuid,
-    p1 text[], p2 integer, p3 text[], p4 integer[], p5 double precision, p6 text[], p7 uuid, p8 uuid[], p9 integer[],
-    p10 timestamptz[], p11 timestamptz, p12 boolean)
-RETURNS TABLE (task_id uuid, task_type text, parent_id uuid, inner_state jsonb, envelopes jsonb[], seqs bigint[],
-    more boolean, claim uuid, failures integer, attempts integer, taken_over boolean, at timestamptz, trace jsonb,
-    floors timestamptz[], stale_floor timestamptz, task_key text, woke smallint)
-LANGUAGE plpgsql SET search_path = '' SET enable_seqscan = off SET jit = off AS $f$
-BEGIN
-    RETURN QUERY EXECUTE format($claim$` + claim + `$claim$, ` + shardTables + `)
-    USING p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12;
-END
-$f$;
-
-SELECT create_distributed_function(
-    '` + claimShardName + `(uuid, text[], integer, text[], integer[], double precision, text[], uuid, uuid[], integer[], timestamptz[], timestamptz, boolean)',
-    'p_key', colocate_with => 'corotask.tasks', force_delegation => true);
-
-CREATE OR REPLACE FUNCTION ` + claimShardCountedName + `(p_key uuid,
-    p1 text[], p2 integer, p3 text[], p4 integer[], p5 double precision, p6 text[], p7 uuid, p8 uuid[], p9 integer[],
-    p10 timestamptz[], p11 timestamptz, p12 boolean, p13 text[])
-RETURNS TABLE (task_id uuid, task_type text, parent_id uuid, inner_state jsonb, envelopes jsonb[], seqs bigint[],
-    more boolean, claim uuid, failures integer, attempts integer, taken_over boolean, at timestamptz, trace jsonb,
-    floors timestamptz[], stale_floor timestamptz, task_key text, woke smallint)
-LANGUAGE plpgsql SET search_path = '' SET enable_seqscan = off SET jit = off AS $f$
-BEGIN
-    RETURN QUERY EXECUTE format($claim$` + counted + `$claim$, ` + shardTables + `)
-    USING p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13;
-END
-$f$;
-
-SELECT create_distributed_function(
-    '` + claimShardCountedName + `(uuid, text[], integer, text[], integer[], double precision, text[], uuid, uuid[], integer[], timestamptz[], timestamptz, boolean, text[])',
-    'p_key', colocate_with => 'corotask.tasks', force_delegation => true);
-
+` + claimShardFunction(claimShardName, claim, "") + claimShardFunction(claimShardCountedName, counted, "text[]") + `
 CREATE OR REPLACE FUNCTION ` + retentionShardName + `(p_key uuid, p1 double precision, p2 integer)
 RETURNS bigint
 LANGUAGE plpgsql SET search_path = '' AS $f$
