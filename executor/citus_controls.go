@@ -28,9 +28,8 @@ type typeControls struct {
 	max      int     // 0: none
 	keyed    bool    // it has a key space (not claimed on Citus)
 	rate     *string // its rate limit, if any ...
-	tokens   *int32  // ... and the whole tokens it holds
-	at       time.Time
-	counting int // the running polls counted toward max, over every shard
+	tokens   int     // ... and the whole tokens it holds
+	counting int     // the running polls counted toward max, over every shard
 }
 
 // claimControlled claims the types of req, which have flow controls, on a
@@ -47,15 +46,11 @@ func (cl *claimer) claimControlled(ctx context.Context, conn *pgxpool.Conn, sc s
 	if _, err := conn.Exec(ctx, query.CitusControlledLock); err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: wait for the other controlled claims: %w", dberr.Translate(err))
 	}
-	controls, err := readTypeControls(ctx, conn, req.all)
+	controls, now, err := readTypeControls(ctx, conn, req.all)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: read the flow controls: %w", dberr.Translate(err))
 	}
 	groups, counted := capControlled(req, controls)
-	var now time.Time
-	for _, c := range controls {
-		now = c.at
-	}
 	sc.counted = counted
 	var out []*claimed
 	var next time.Time
@@ -108,21 +103,24 @@ func (cl *claimer) claimControlled(ctx context.Context, conn *pgxpool.Conn, sc s
 }
 
 // readTypeControls reads, under the controls lock, the controls of types,
-// and counts the running polls of those with a maximum.
-func readTypeControls(ctx context.Context, conn *pgxpool.Conn, types []string) (map[string]*typeControls, error) {
+// and counts the running polls of those with a maximum; and the database's
+// time of the read (corotask.now()), by which the rate limits' buckets
+// refill.
+func readTypeControls(ctx context.Context, conn *pgxpool.Conn, types []string) (map[string]*typeControls, time.Time, error) {
 	rows, err := conn.Query(ctx, query.CitusControls, types)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	controls := map[string]*typeControls{}
 	var typ string
 	var c typeControls
-	if _, err := pgx.ForEachRow(rows, []any{&typ, &c.paused, &c.max, &c.keyed, &c.rate, &c.tokens, &c.at}, func() error {
+	var now time.Time
+	if _, err := pgx.ForEachRow(rows, []any{&typ, &c.paused, &c.max, &c.keyed, &c.rate, &c.tokens, &now}, func() error {
 		cc := c
 		controls[typ] = &cc
 		return nil
 	}); err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	var maxed []string
 	for typ, c := range controls {
@@ -131,20 +129,20 @@ func readTypeControls(ctx context.Context, conn *pgxpool.Conn, types []string) (
 		}
 	}
 	if len(maxed) == 0 {
-		return controls, nil
+		return controls, now, nil
 	}
 	rows, err = conn.Query(ctx, query.CitusCountedRunning, maxed)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	var n int
 	if _, err := pgx.ForEachRow(rows, []any{&typ, &n}, func() error {
 		controls[typ].counting = n
 		return nil
 	}); err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	return controls, nil
+	return controls, now, nil
 }
 
 // controlledGroup is a claim of types with flow controls: those of one
@@ -200,7 +198,7 @@ func capControlled(req claimRequest, controls map[string]*typeControls) ([]contr
 			}
 			if c.rate != nil {
 				rate = *c.rate
-				tokens[rate] = int(valueOr(c.tokens, 0))
+				tokens[rate] = c.tokens
 			}
 		}
 		if limit > 0 {
@@ -224,11 +222,4 @@ func capControlled(req claimRequest, controls map[string]*typeControls) ([]contr
 		return 0
 	})
 	return groups, counted
-}
-
-func valueOr[T any](p *T, v T) T {
-	if p == nil {
-		return v
-	}
-	return *p
 }

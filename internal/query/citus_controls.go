@@ -41,9 +41,9 @@ const (
 // CitusControls reads, under the controls lock, the controls of the types
 // $1: task_type, whether it is paused, its max_running (0: none), whether
 // it has a key space, its rate limit (NULL: none) and the whole tokens the
-// limit holds now, and the database's time (corotask.now()).
+// limit holds now (0 without one), and the database's time (corotask.now()).
 const CitusControls = `SELECT c.task_type, c.paused_at IS NOT NULL, coalesce(c.max_running, 0), c.key_space IS NOT NULL,
-       c.rate_limit, (SELECT floor(` + rateTokens + `)::int FROM corotask.rate_limits l WHERE l.name = c.rate_limit),
+       c.rate_limit, coalesce((SELECT floor(` + rateTokens + `)::int FROM corotask.rate_limits l WHERE l.name = c.rate_limit), 0),
        corotask.now()
 FROM corotask.type_controls c WHERE c.task_type = ANY ($1::text[])`
 
