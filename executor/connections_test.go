@@ -50,7 +50,7 @@ func TestExecutorsStartTogetherOnASmallPool(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	admin := testdb.Pool(t, url)
-	pool := smallPool(t, url, 2)
+	pool := testdb.PoolOfSize(t, url, 2)
 	for range 3 {
 		e := executor.MustNew(pool, fastConfig(t))
 		executor.Register(e, "job", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {

@@ -25,7 +25,7 @@ func TestHeartbeatsDoNotWaitForAnExhaustedPool(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.URL(t)
 	admin := testdb.Pool(t, url)
-	pool := smallPool(t, url, 2)
+	pool := testdb.PoolOfSize(t, url, 2)
 
 	cfg := executor.Config{Concurrency: 2, HeartbeatTimeout: testdb.LongHeartbeat, HeartbeatInterval: 50 * time.Millisecond,
 		PollInterval: 50 * time.Millisecond, ShutdownTimeout: 2 * time.Second,

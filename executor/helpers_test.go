@@ -80,19 +80,6 @@ func waitDone(t *testing.T, db tasks.DB, n int) {
 	})
 }
 
-// smallPool opens a pool of at most n connections on url, closed when the
-// test ends.
-func smallPool(t *testing.T, url string, n int32) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(url)
-	require.NoError(t, err)
-	cfg.MaxConns = n
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
-}
-
 func waitStatus(t *testing.T, db tasks.DB, id tasks.ID, want tasks.Status) *tasks.Task {
 	t.Helper()
 	var last *tasks.Task

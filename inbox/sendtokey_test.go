@@ -116,12 +116,7 @@ func TestSendToKeyRaceCreatesOneTask(t *testing.T) {
 	ctx := context.Background()
 	const senders = 16
 	// A connection for each sender, whose transactions overlap.
-	url := testdb.URL(t)
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	db := testdb.Pool(t, url+sep+fmt.Sprintf("pool_max_conns=%d", senders+1))
+	db := testdb.PoolOfSize(t, testdb.URL(t), senders+1)
 	var ready, wg sync.WaitGroup
 	ready.Add(senders)
 	release := make(chan struct{})

@@ -2,8 +2,6 @@ package sql_test
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -109,12 +107,7 @@ func TestCitusKeysRace(t *testing.T) {
 	ctx := context.Background()
 	const racers = 8
 	db := testdb.Citus(t)
-	url := db.Config().ConnString()
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	wide := testdb.Pool(t, url+sep+fmt.Sprintf("pool_max_conns=%d", racers+1))
+	wide := testdb.PoolOfSize(t, db.Config().ConnString(), racers+1)
 
 	// race runs each racer in a transaction of its own, all begun before
 	// any of them acts.

@@ -202,9 +202,19 @@ func New(t testing.TB) *pgxpool.Pool {
 // Pool opens a pool on url, closed when the test ends.
 func Pool(t testing.TB, url string) *pgxpool.Pool {
 	t.Helper()
+	return PoolOfSize(t, url, 0)
+}
+
+// PoolOfSize opens a pool of at most n connections on url (0: pgxpool's
+// default, or the url's pool_max_conns), closed when the test ends.
+func PoolOfSize(t testing.TB, url string, n int32) *pgxpool.Pool {
+	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatalf("test database: parse url: %v", err)
+	}
+	if n > 0 {
+		cfg.MaxConns = n
 	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
