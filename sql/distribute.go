@@ -50,14 +50,16 @@ func citusFunctions(ctx context.Context, tx pgx.Tx, must bool) error {
 		}
 		return nil
 	}
-	commit, err := citusCommitPolls()
-	if err != nil {
-		return err
-	}
-	// Before the claim functions: those set commit_polls' options, which
-	// CREATE OR REPLACE would reset.
-	if _, err := tx.Exec(ctx, commit); err != nil {
-		return fmt.Errorf("make the commit function of a distributed database: %w", err)
+	// Before the claim functions: those set these functions' options,
+	// which CREATE OR REPLACE would reset.
+	for _, f := range citusFiltered {
+		def, err := f.definition()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, def); err != nil {
+			return fmt.Errorf("make %s of a distributed database: %w", f.function, err)
+		}
 	}
 	if _, err := tx.Exec(ctx, query.ClaimShardFunctions()); err != nil {
 		return fmt.Errorf("make the claim functions of a distributed database: %w", err)
@@ -65,34 +67,47 @@ func citusFunctions(ctx context.Context, tx pgx.Tx, must bool) error {
 	return nil
 }
 
-// citusFilter is a filter of commit_polls that only a distributed database
-// runs: a comment, /*citus: AND ... */, in the function's file.
+// citusFilter is a filter that only a distributed database runs: a
+// comment, /*citus: AND ... */, in a function's file.
 var citusFilter = regexp.MustCompile(`/\*citus: (.*?) \*/`)
 
-// citusCommitFilters is how many citusFilter marks commit_polls holds.
-const citusCommitFilters = 3
+// citusFunction is a function whose statements name the roots of the
+// trees they write in citusFilter comments, and how many it holds.
+type citusFunction struct {
+	file, function string
+	filters        int
+}
 
-// citusCommitPolls returns commit_polls as a distributed database runs it:
-// the function of functions/commit.sql with its citus: filters made part
-// of its statements (they name the roots of the batch's trees, so that
-// Citus sends each statement only to the shards that hold them).
-func citusCommitPolls() (string, error) {
-	file, err := files.ReadFile("functions/commit.sql")
+// citusFiltered are the functions a distributed database runs with their
+// citus: filters made part of their statements (they name the roots of the
+// trees written, so that Citus sends each statement only to the shards that
+// hold them); one server runs the files as they are, the filters comments.
+var citusFiltered = []citusFunction{
+	{"functions/commit.sql", "corotask.commit_polls", 3},
+	{"functions/api.sql", "corotask.deliver_all", 1},
+}
+
+// definition returns the function as a distributed database runs it: its
+// definition in its file, with its citus: filters made part of its
+// statements.
+func (f citusFunction) definition() (string, error) {
+	file, err := files.ReadFile(f.file)
 	if err != nil {
-		return "", fmt.Errorf("read the commit function: %w", err)
+		return "", fmt.Errorf("read %s: %w", f.file, err)
 	}
-	_, def, ok := strings.Cut(string(file), "CREATE OR REPLACE FUNCTION corotask.commit_polls(")
+	head := "CREATE OR REPLACE FUNCTION " + f.function + "("
+	_, def, ok := strings.Cut(string(file), head)
 	if !ok {
-		return "", fmt.Errorf("functions/commit.sql holds no corotask.commit_polls")
+		return "", fmt.Errorf("%s holds no %s", f.file, f.function)
 	}
 	def, _, ok = strings.Cut(def, "\n$$;\n")
 	if !ok {
-		return "", fmt.Errorf("functions/commit.sql: corotask.commit_polls does not end")
+		return "", fmt.Errorf("%s: %s does not end", f.file, f.function)
 	}
-	if n := len(citusFilter.FindAllString(def, -1)); n != citusCommitFilters {
-		return "", fmt.Errorf("functions/commit.sql: corotask.commit_polls holds %d citus: filters, not %d", n, citusCommitFilters)
+	if n := len(citusFilter.FindAllString(def, -1)); n != f.filters {
+		return "", fmt.Errorf("%s: %s holds %d citus: filters, not %d", f.file, f.function, n, f.filters)
 	}
-	return "CREATE OR REPLACE FUNCTION corotask.commit_polls(" + citusFilter.ReplaceAllString(def, "$1") + "\n$$;\n", nil
+	return head + citusFilter.ReplaceAllString(def, "$1") + "\n$$;\n", nil
 }
 
 // Distributed reports whether Citus distributes db's tasks (Distribute

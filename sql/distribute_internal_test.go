@@ -12,12 +12,24 @@ import (
 // it is, the filters comments.
 func TestCitusCommitPollsNamesItsRoots(t *testing.T) {
 	t.Parallel()
-	def, err := citusCommitPolls()
+	def, err := citusFiltered[0].definition()
 	require.NoError(t, err)
 	require.NotContains(t, def, "/*citus:")
 	for _, filter := range []string{"AND t.root_id = ANY (v_roots)", "AND m.root_id = ANY (v_roots)", "AND h.root_id = ANY (v_roots)"} {
 		require.Equal(t, 1, strings.Count(def, filter), filter)
 	}
 	require.True(t, strings.HasPrefix(def, "CREATE OR REPLACE FUNCTION corotask.commit_polls("))
+	require.True(t, strings.HasSuffix(def, "\n$$;\n"))
+}
+
+// On a distributed database, deliver_all's UPDATE names the recipients'
+// roots.
+func TestCitusDeliverAllNamesItsRoots(t *testing.T) {
+	t.Parallel()
+	def, err := citusFiltered[1].definition()
+	require.NoError(t, err)
+	require.NotContains(t, def, "/*citus:")
+	require.Equal(t, 1, strings.Count(def, "AND t.root_id = ANY (p_roots)"))
+	require.True(t, strings.HasPrefix(def, "CREATE OR REPLACE FUNCTION corotask.deliver_all("))
 	require.True(t, strings.HasSuffix(def, "\n$$;\n"))
 }

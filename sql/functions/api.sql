@@ -357,7 +357,15 @@ $$;
 --
 -- A delivery writes the task's row (its counters) and inserts the new
 -- message rows: its cost does not depend on how many messages wait.
-CREATE OR REPLACE FUNCTION corotask.deliver_all(p_to uuid[], p_envelopes jsonb[]) RETURNS SETOF uuid
+--
+-- p_roots names the trees of the tasks p_to (more trees will do: every
+-- caller knows them, the task's own root for a completion to its parent,
+-- the roots commit_polls locked for its messages): on a distributed
+-- database the UPDATE names them, so that Citus sends it only to the shards
+-- that hold them (a filter marked "citus:", made part of the statement
+-- there only: see sql/distribute.go); one server does not read them.
+DROP FUNCTION IF EXISTS corotask.deliver_all(uuid[], jsonb[]);
+CREATE OR REPLACE FUNCTION corotask.deliver_all(p_to uuid[], p_envelopes jsonb[], p_roots uuid[]) RETURNS SETOF uuid
 LANGUAGE plpgsql SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 SET plan_cache_mode = force_generic_plan AS $$
@@ -398,7 +406,7 @@ BEGIN
                 ELSE LEAST(t.wake_at, now_at)
             END
         FROM m
-        WHERE t.task_id = m.task_id AND t.done_at IS NULL
+        WHERE t.task_id = m.task_id AND t.done_at IS NULL /*citus: AND t.root_id = ANY (p_roots) */
         -- The row as updated: its first new message is numbered after
         -- msg_seq - n.
         RETURNING t.task_id, t.root_id, t.msg_seq - m.n AS base, m.envs, t.task_type,

@@ -101,7 +101,7 @@ BEGIN
     END LOOP;
     IF root.parent_id IS NOT NULL THEN
         PERFORM corotask.deliver_all(ARRAY[root.parent_id],
-            ARRAY[corotask.completion(p_task, 'canceled', NULL, NULL)]);
+            ARRAY[corotask.completion(p_task, 'canceled', NULL, NULL)], ARRAY[root.root_id]);
     END IF;
     RETURN total;
 END

@@ -35,7 +35,10 @@
 -- (see corotask.trim_history).
 --
 -- p_parents[i] is the parent of p_tasks[i] (NULL: none), as the executor
--- claimed it.
+-- claimed it; p_roots[i], when p_roots is not NULL, the root of its tree
+-- (NULL: not known), which its parent shares. One server does not read
+-- them; on Citus a commit that knows the roots of the rows it writes locks
+-- them without a read over every shard to find them.
 --
 -- A spawned child with a "claim" token is created claimed by executor
 -- p_claimed_by, for p_claim_secs, as a claim statement would leave it (its
@@ -47,6 +50,8 @@
 -- was superseded; the others are unchanged. It also returns, with
 -- superseded NULL, the children it was asked to create claimed but created
 -- ready, their type having flow controls (see corotask.type_controls).
+DROP FUNCTION IF EXISTS corotask.commit_polls(uuid[], uuid[], jsonb[], integer[], text[], float8[], timestamptz[],
+    jsonb[], jsonb[], smallint[], integer, integer, uuid[], uuid, float8, bigint[], bigint[]);
 CREATE OR REPLACE FUNCTION corotask.commit_polls(
     p_tasks      uuid[],
     p_claims     uuid[],
@@ -64,7 +69,9 @@ CREATE OR REPLACE FUNCTION corotask.commit_polls(
     p_claimed_by uuid,
     p_claim_secs float8,
     p_pop_from   bigint[],
-    p_pop_to     bigint[]
+    p_pop_to     bigint[],
+    -- Last, with a default: builds before it call the function without it.
+    p_roots      uuid[] DEFAULT NULL
 ) RETURNS TABLE (polled uuid, superseded boolean)
 LANGUAGE plpgsql SET search_path = ''
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
@@ -90,6 +97,8 @@ DECLARE
     v_now timestamptz := corotask.now();
     lock_roots uuid[];    -- on Citus, the rows are locked shard by shard: its trees ...
     lock_ids uuid[];      -- ... and these rows of them
+    known_ids uuid[];     -- on Citus, the rows to lock whose roots p_roots gives ...
+    known_roots uuid[];   -- ... and those roots
     -- On Citus, the trees of the batch's tasks and of the rows it writes:
     -- the statements below name them, so that Citus sends each only to the
     -- shards that hold them. The filters are comments marked "citus:",
@@ -136,12 +145,27 @@ BEGIN
         -- no order: every commit locks its tasks too, with the rows beyond
         -- them, shard by shard, in the order of (shard, task_id), one
         -- statement per shard (its trees' roots named: Citus routes FOR
-        -- UPDATE with several roots when they share a shard).
+        -- UPDATE with several roots when they share a shard). The roots
+        -- p_roots gives (of the polls' tasks, and of their parents, which
+        -- share them) need no read; the others (of the tasks messaged, or
+        -- all when the caller gives none) are read over every shard.
+        SELECT array_agg(k.id), array_agg(k.root) INTO known_ids, known_roots FROM (
+            SELECT u.id, u.root FROM unnest(p_tasks, p_roots) AS u(id, root) WHERE u.root IS NOT NULL
+            UNION
+            SELECT u.parent, u.root FROM unnest(p_parents, p_roots, p_actions) AS u(parent, root, action)
+            WHERE u.root IS NOT NULL AND u.parent IS NOT NULL AND u.action = 'done'
+        ) k;
+        IF EXISTS (SELECT 1 FROM unnest(p_tasks || others) AS x WHERE x <> ALL (coalesce(known_ids, '{}'))) THEN
+            SELECT known_ids || array_agg(t.task_id), known_roots || array_agg(t.root_id)
+            INTO known_ids, known_roots
+            FROM corotask.tasks t
+            WHERE t.task_id = ANY (ARRAY(SELECT x FROM unnest(p_tasks || others) AS x
+                                         WHERE x <> ALL (coalesce(known_ids, '{}'))));
+        END IF;
         FOR lock_roots, lock_ids IN
-            SELECT array_agg(DISTINCT t.root_id), array_agg(t.task_id) FROM corotask.tasks t
-            WHERE t.task_id = ANY (p_tasks || others)
-            GROUP BY pg_catalog.get_shard_id_for_distribution_column('corotask.tasks', t.root_id)
-            ORDER BY pg_catalog.get_shard_id_for_distribution_column('corotask.tasks', t.root_id)
+            SELECT array_agg(DISTINCT k.root), array_agg(k.id) FROM unnest(known_ids, known_roots) AS k(id, root)
+            GROUP BY pg_catalog.get_shard_id_for_distribution_column('corotask.tasks', k.root)
+            ORDER BY pg_catalog.get_shard_id_for_distribution_column('corotask.tasks', k.root)
         LOOP
             PERFORM 1 FROM corotask.tasks t
             WHERE t.root_id = ANY (lock_roots) AND t.task_id = ANY (lock_ids)
@@ -367,12 +391,12 @@ BEGIN
         WHERE x.eff ? 'send';
         IF send_to IS NOT NULL THEN
             -- A message to a missing or ended task fails the whole batch.
-            PERFORM corotask.refuse_undelivered(send_to, ARRAY(SELECT corotask.deliver_all(send_to, sent)));
+            PERFORM corotask.refuse_undelivered(send_to, ARRAY(SELECT corotask.deliver_all(send_to, sent, v_roots)));
         END IF;
     END IF;
     IF parents IS NOT NULL THEN
         -- A parent that has ended is not told (nothing to tell).
-        PERFORM corotask.deliver_all(parents, completions);
+        PERFORM corotask.deliver_all(parents, completions, v_roots);
     END IF;
 END
 $$;

@@ -78,7 +78,8 @@ BEGIN
         PERFORM corotask.trim_history(p_task, failed.attempts, p_keep_first, p_keep_last);
     END IF;
     IF ended AND parent IS NOT NULL THEN
-        PERFORM corotask.deliver_all(ARRAY[parent], ARRAY[corotask.completion(p_task, 'failed', NULL, p_error)]);
+        PERFORM corotask.deliver_all(ARRAY[parent], ARRAY[corotask.completion(p_task, 'failed', NULL, p_error)],
+            ARRAY[failed.root_id]);
     END IF;
 END
 $$;
@@ -120,7 +121,7 @@ BEGIN
     VALUES (p_task, root, n, 'failed', holder, since, 'failed for good without a poll: ' || coalesce(err, 'too many failures'))
     ON CONFLICT DO NOTHING;
     IF parent IS NOT NULL THEN
-        PERFORM corotask.deliver_all(ARRAY[parent], ARRAY[corotask.completion(p_task, 'failed', NULL, err)]);
+        PERFORM corotask.deliver_all(ARRAY[parent], ARRAY[corotask.completion(p_task, 'failed', NULL, err)], ARRAY[root]);
     END IF;
     RETURN true;
 END
