@@ -281,6 +281,10 @@ type commitRow struct {
 	// The parent, as claimed: the commit locks those it tells of an end
 	// without looking them up.
 	parent pgtype.UUID
+	// The root of the task's tree (NULL: not known): on Citus the commit
+	// locks the rows of the task and of its parent, which shares it,
+	// without reading every shard to find them.
+	root pgtype.UUID
 }
 
 // column is one array argument of commit_polls: f of every row.
@@ -302,6 +306,7 @@ func (cm *committer) commitArgs(batch []*pendingCommit) (pgx.NamedArgs, error) {
 		r := &rows[i]
 		r.task, r.claim, r.history = c.id, pgtype.UUID{Bytes: c.claim, Valid: true}, p.history
 		r.parent = pgtype.UUID{Bytes: c.parent, Valid: !c.parent.IsZero()}
+		r.root = pgtype.UUID{Bytes: c.root, Valid: !c.root.IsZero()}
 		r.state, r.taken, r.action = out.state, int32(out.taken), out.action.sqlName()
 		if out.taken > 0 {
 			r.popFrom, r.popTo = &out.popFrom, &out.popTo
@@ -352,5 +357,6 @@ func (cm *committer) commitArgs(batch []*pendingCommit) (pgx.NamedArgs, error) {
 		"claim_secs": cm.cfg.HeartbeatTimeout.Seconds(),
 		"pop_from":   column(rows, func(r *commitRow) *int64 { return r.popFrom }),
 		"pop_to":     column(rows, func(r *commitRow) *int64 { return r.popTo }),
+		"roots":      column(rows, func(r *commitRow) pgtype.UUID { return r.root }),
 	}, nil
 }

@@ -288,7 +288,7 @@ func readClaim(br pgx.BatchResults, at time.Time, count, controlled bool) (res c
 			woke     *int16
 		)
 		var more *bool
-		if err := rows.Scan(&id, &typ, &c.parent, &c.state, &c.inbox, &c.seqs, &more, &token, &failures, &attempt, &stale, &wake, &c.trace, &floors, &sfloor, &key, &woke); err != nil {
+		if err := rows.Scan(&id, &typ, &c.parent, &c.root, &c.state, &c.inbox, &c.seqs, &more, &token, &failures, &attempt, &stale, &wake, &c.trace, &floors, &sfloor, &key, &woke); err != nil {
 			return claimResult{}, err
 		}
 		if typ == nil {

@@ -132,7 +132,7 @@ func (cm *committer) startChildren(batch []*pendingCommit, plan *eagerPlan, as m
 		if s.Message != nil {
 			woke |= WokeMessage
 		}
-		cs = append(cs, &claimed{id: s.ID, typ: s.Type, parent: p.c.id, state: st, claim: p.childClaims[k.spawn],
+		cs = append(cs, &claimed{id: s.ID, typ: s.Type, parent: p.c.id, root: p.c.root, state: st, claim: p.childClaims[k.spawn],
 			attempt: 1, claimedAt: plan.at, trace: tr, key: s.Key, woke: woke, now: eagerNow(p.c, plan.at)})
 	}
 	types := make([]tasks.Type, len(plan.children))
@@ -175,7 +175,7 @@ func (cm *committer) dropChildren(batch []*pendingCommit, plan *eagerPlan, err e
 	for _, k := range plan.children {
 		p := batch[k.poll]
 		s := p.out.spawns[k.spawn]
-		cs = append(cs, &claimed{id: s.ID, typ: s.Type, parent: p.c.id, claim: p.childClaims[k.spawn]})
+		cs = append(cs, &claimed{id: s.ID, typ: s.Type, parent: p.c.id, root: p.c.root, claim: p.childClaims[k.spawn]})
 		if !slices.Contains(parents, p.c.id) {
 			parents = append(parents, p.c.id)
 		}

@@ -169,6 +169,7 @@ type claimed struct {
 	id       tasks.ID
 	typ      tasks.Type
 	parent   tasks.ID
+	root     tasks.ID // the root of its tree (its parent's); zero when not known
 	state    []byte
 	inbox    [][]byte // the window of its inbox the claim read, oldest first ...
 	seqs     []int64  // ... each message's seq ...

@@ -158,7 +158,7 @@ func claimShardFunction(name, statement, extra string) string {
 CREATE OR REPLACE FUNCTION ` + name + `(p_key uuid,
     p1 text[], p2 integer, p3 text[], p4 integer[], p5 double precision, p6 text[], p7 uuid, p8 uuid[], p9 integer[],
     p10 timestamptz[], p11 timestamptz, p12 boolean` + params + `)
-RETURNS TABLE (task_id uuid, task_type text, parent_id uuid, inner_state jsonb, envelopes jsonb[], seqs bigint[],
+RETURNS TABLE (task_id uuid, task_type text, parent_id uuid, root_id uuid, inner_state jsonb, envelopes jsonb[], seqs bigint[],
     more boolean, claim uuid, failures integer, attempts integer, taken_over boolean, at timestamptz, trace jsonb,
     floors timestamptz[], stale_floor timestamptz, task_key text, woke smallint)
 LANGUAGE plpgsql SET search_path = '' SET enable_seqscan = off SET jit = off AS $f$

@@ -192,7 +192,7 @@ const ClaimParams = "text[], int, text[], int[], float8, text[], uuid, uuid[], i
 // eager.go) are created claimed by its executor in the commit of their
 // parent, and polled at once, ahead of older ready tasks.
 //
-// The rows: task_id, task_type, parent_id, inner_state, the window's
+// The rows: task_id, task_type, parent_id, root_id, inner_state, the window's
 // envelopes and seqs, whether more messages wait, the claim token,
 // failures, attempts, whether the task was taken over from an expired
 // claim, the database's time (corotask.now()), trace, NULL, NULL, the
@@ -494,7 +494,7 @@ const claimUpdateTail = `
                     ELSE (((t.woke >> 8) | t.woke | 16) & 127) << 8 END`
 
 // claimReturning is what the claim returns of each task it claims.
-const claimReturning = `RETURNING t.task_id, t.task_type, t.parent_id, t.inner_state, t.claim, t.failures, t.attempts, t.trace,
+const claimReturning = `RETURNING t.task_id, t.task_type, t.parent_id, t.root_id, t.inner_state, t.claim, t.failures, t.attempts, t.trace,
         t.msg_popped, t.msg_seq, t.inbox_len, t.task_key, t.woke >> 8 AS woke`
 
 // claimTook takes the tokens of ClaimControlled's claims from
@@ -518,7 +518,7 @@ const claimTail = `taken_over AS (
     FROM stale s WHERE s.task_id IN (SELECT task_id FROM claimed)
     ON CONFLICT DO NOTHING
 )
-SELECT c.task_id, c.task_type, c.parent_id, c.inner_state,
+SELECT c.task_id, c.task_type, c.parent_id, c.root_id, c.inner_state,
        CASE WHEN w.short THEN f.envelopes ELSE w.envelopes END,
        CASE WHEN w.short THEN f.seqs ELSE w.seqs END,
        c.inbox_len > w.lim, c.claim, c.failures, c.attempts,
@@ -558,7 +558,7 @@ LEFT JOIN LATERAL (
     OFFSET 0
 ) f ON true
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, `
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, `
 
 // claimNextWake is the earliest future wake_at of the types polled.
 const claimNextWake = `(

@@ -3,7 +3,8 @@ package query
 // CommitPolls commits a batch of polls in one statement, each fenced on its
 // claim (see corotask.commit_polls in sql/functions/commit.sql). The
 // per-poll arguments are arrays, one entry per poll in the same order:
-// @tasks and @claims the polls' tasks and claim tokens, @states their new
+// @tasks and @claims the polls' tasks and claim tokens (@roots their trees'
+// roots, NULL where not known), @states their new
 // states, @taken how many messages each popped, @pop_from and @pop_to the
 // seqs of those messages, @actions and @sleeps and @ats what each asked
 // for, @results the results of those done, @effects their spawns and sends
@@ -29,7 +30,8 @@ const CommitPolls = `SELECT polled, superseded FROM corotask.commit_polls(
     p_claimed_by => @claimed_by,
     p_claim_secs => @claim_secs,
     p_pop_from   => @pop_from,
-    p_pop_to     => @pop_to)`
+    p_pop_to     => @pop_to,
+    p_roots      => @roots)`
 
 // FailPoll records a failed poll, fenced on its claim (see
 // corotask.fail_poll): failures+1, last_error @error (and @stack for a
