@@ -201,12 +201,14 @@ func (cl *claimer) claimShards(ctx context.Context, req claimRequest) ([]*claime
 // connection that holds the controls lock), from the floors
 // from, of tasks of priority minPriority and above; with counted set, by
 // query.ClaimShardCounted, whose claims of those types count toward their
-// maximums.
+// maximums, and whose tasks of the key spaces of keys wait while their
+// key is at its limit.
 type shardClaim struct {
 	sender      batchSender
 	from        []pgtype.Timestamptz
 	minPriority int16
 	counted     []string
+	keys        *keyCounts
 }
 
 // batchSender is a pool or one of its connections.
@@ -257,6 +259,11 @@ func (cl *claimer) claimOverShards(ctx context.Context, sc shardClaim, req claim
 		}
 		if !res.next.IsZero() && (next.IsZero() || res.next.Before(next)) {
 			next = res.next
+		}
+		if err := sc.keys.add(ctx, sc.sender, res.claimed); err != nil {
+			// The next shard's claim could not count them: stop here.
+			cl.log.Warn("corotask: read the limit keys of a claim", "shard", r.Shard, "error", err)
+			break
 		}
 		req = req.less(res.claimed)
 	}
@@ -311,7 +318,7 @@ func (cl *claimer) claimOnShard(ctx context.Context, sc shardClaim, root tasks.I
 	args := []any{root, req.open, req.total, req.capped, req.caps,
 		cl.cfg.HeartbeatTimeout.Seconds(), req.all, cl.id, req.polling, req.window, sc.from, pgtype.Timestamptz{}, req.stale}
 	if sc.counted != nil {
-		b.Queue(query.ClaimShardCounted, append(args, sc.counted)...)
+		b.Queue(query.ClaimShardCounted, append(args, append([]any{sc.counted}, sc.keys.args()...)...)...)
 	} else {
 		b.Queue(query.ClaimShard, args...)
 	}
@@ -380,23 +387,12 @@ func (r claimRequest) only(keep func(typ string) bool) claimRequest {
 	return out
 }
 
-// learnControlled records which of types have flow controls, and says in
-// the log when a type gains a key space that it is not claimed on Citus.
+// learnControlled records which of types have flow controls.
 func (cl *claimer) learnControlled(ctx context.Context, types []string) {
-	var held, keyed []string
-	if err := cl.pool.QueryRow(ctx, query.CitusControlledTypes, types).Scan(&held, &keyed); err != nil {
+	var held []string
+	if err := cl.pool.QueryRow(ctx, query.CitusControlledTypes, types).Scan(&held); err != nil {
 		cl.log.Warn("corotask: read the flow controls of the types polled", "error", err)
 		return
 	}
-	var gained []string
-	for _, typ := range keyed {
-		if !cl.controlled.has(tasks.Type(typ)) {
-			gained = append(gained, typ)
-		}
-	}
 	cl.controlled.update(types, held)
-	if len(gained) > 0 {
-		cl.log.Error("corotask: types with a key space (a limit per key) are not claimed on a distributed database; clear it to have them polled",
-			"types", gained)
-	}
 }

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -26,7 +27,8 @@ func (cl *claimer) onlyControlled(req claimRequest) claimRequest {
 type typeControls struct {
 	paused   bool
 	max      int     // 0: none
-	keyed    bool    // it has a key space (not claimed on Citus)
+	space    *string // its key space, if any ...
+	keyMax   int     // ... and the space's limit per key
 	rate     *string // its rate limit, if any ...
 	tokens   int     // ... and the whole tokens it holds
 	counting int     // the running polls counted toward max, over every shard
@@ -37,11 +39,12 @@ type typeControls struct {
 // claimShards): it takes the controlled claims' lock (so that such claims
 // take turns across the fleet), counts each type's running polls over
 // every shard and reads its rate limit's tokens, caps each type within
-// them (and within req), and claims shard by shard by
+// them (and within req), counts the running tasks per limit key of the
+// key spaces of its types over every shard, and claims shard by shard by
 // query.ClaimShardCounted, the types of each rate limit together (their
 // claims share its tokens: reserved before, those not used given back
-// after). A type that may take nothing (paused, at its maximum, with a key
-// space, or without a free slot) is left out of the claim.
+// after). A type that may take nothing (paused, at its maximum, or without
+// a free slot) is left out of the claim.
 func (cl *claimer) claimControlled(ctx context.Context, conn *pgxpool.Conn, sc shardClaim, req claimRequest, at time.Time) ([]*claimed, time.Time, error) {
 	if _, err := conn.Exec(ctx, query.CitusControlledLock); err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: wait for the other controlled claims: %w", dberr.Translate(err))
@@ -52,6 +55,9 @@ func (cl *claimer) claimControlled(ctx context.Context, conn *pgxpool.Conn, sc s
 	}
 	groups, counted := capControlled(req, controls)
 	sc.counted = counted
+	if sc.keys, err = countKeys(ctx, conn, controls); err != nil {
+		return nil, time.Time{}, fmt.Errorf("claim: count the running tasks per limit key: %w", dberr.Translate(err))
+	}
 	var out []*claimed
 	var next time.Time
 	claims := 0
@@ -115,7 +121,7 @@ func readTypeControls(ctx context.Context, conn *pgxpool.Conn, types []string) (
 	var typ string
 	var c typeControls
 	var now time.Time
-	if _, err := pgx.ForEachRow(rows, []any{&typ, &c.paused, &c.max, &c.keyed, &c.rate, &c.tokens, &now}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&typ, &c.paused, &c.max, &c.space, &c.keyMax, &c.rate, &c.tokens, &now}, func() error {
 		cc := c
 		controls[typ] = &cc
 		return nil
@@ -151,6 +157,112 @@ func readTypeControls(ctx context.Context, conn *pgxpool.Conn, types []string) (
 type controlledGroup struct {
 	req  claimRequest
 	rate string
+}
+
+// keyCounts are, for a claim of types with controls on Citus, the key
+// spaces of its types and the running tasks of each key of them over every
+// shard: the claim on a shard counts with them (query.ClaimCounted), and
+// the executor adds the keys of what each shard's claim took before it
+// claims on the next. A nil *keyCounts is a claim without key spaces.
+type keyCounts struct {
+	// The claim's types that have a key space, their spaces, and the
+	// spaces' limits per key.
+	types, spaces []string
+	max           []int32
+	// spaceOf is the space of every type of those spaces.
+	spaceOf map[string]string
+	running map[spaceKey]int32
+}
+
+// spaceKey is a limit key in its key space.
+type spaceKey struct{ space, key string }
+
+// countKeys reads the types of the key spaces of controls, and counts their
+// running tasks per limit key over every shard; nil when no type of
+// controls has a key space.
+func countKeys(ctx context.Context, conn *pgxpool.Conn, controls map[string]*typeControls) (*keyCounts, error) {
+	k := &keyCounts{spaceOf: map[string]string{}, running: map[spaceKey]int32{}}
+	var spaces []string
+	for typ, c := range controls {
+		if c.space == nil {
+			continue
+		}
+		k.types, k.spaces, k.max = append(k.types, typ), append(k.spaces, *c.space), append(k.max, int32(c.keyMax))
+		if !slices.Contains(spaces, *c.space) {
+			spaces = append(spaces, *c.space)
+		}
+	}
+	if len(k.types) == 0 {
+		return nil, nil
+	}
+	rows, err := conn.Query(ctx, query.CitusSpaceTypes, spaces)
+	if err != nil {
+		return nil, err
+	}
+	var typ, space, key string
+	if _, err := pgx.ForEachRow(rows, []any{&typ, &space}, func() error {
+		k.spaceOf[typ] = space
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	rows, err = conn.Query(ctx, query.CitusKeysRunning, slices.Collect(maps.Keys(k.spaceOf)))
+	if err != nil {
+		return nil, err
+	}
+	var n int32
+	if _, err := pgx.ForEachRow(rows, []any{&typ, &key, &n}, func() error {
+		k.running[spaceKey{k.spaceOf[typ], key}] += n
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// args are the parameters of query.ClaimShardCounted after its counted
+// types: the types with a key space, their spaces and limits per key, and
+// the running tasks per key.
+func (k *keyCounts) args() []any {
+	if k == nil {
+		return []any{[]string{}, []string{}, []int32{}, []string{}, []string{}, []int32{}}
+	}
+	spaces, keys, counts := make([]string, 0, len(k.running)), make([]string, 0, len(k.running)), make([]int32, 0, len(k.running))
+	for sk, n := range k.running {
+		spaces, keys, counts = append(spaces, sk.space), append(keys, sk.key), append(counts, n)
+	}
+	return []any{k.types, k.spaces, k.max, spaces, keys, counts}
+}
+
+// add counts the limit keys of the tasks a shard's claim took (got) among
+// the running tasks, read on that shard through sender.
+func (k *keyCounts) add(ctx context.Context, sender batchSender, got []*claimed) error {
+	if k == nil {
+		return nil
+	}
+	var roots, ids []tasks.ID
+	for _, c := range got {
+		if _, ok := k.spaceOf[string(c.typ)]; ok {
+			roots, ids = append(roots, c.root), append(ids, c.id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	b.Queue(query.CitusClaimedKeys, roots, ids)
+	br := sender.SendBatch(ctx, b)
+	defer br.Close()
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	var typ, key string
+	_, err = pgx.ForEachRow(rows, []any{&typ, &key}, func() error {
+		k.running[spaceKey{k.spaceOf[typ], key}]++
+		return nil
+	})
+	return err
 }
 
 // capControlled splits req by rate limit, each type capped within its
@@ -189,7 +301,7 @@ func capControlled(req claimRequest, controls map[string]*typeControls) ([]contr
 		}
 		rate := ""
 		if c := controls[typ]; c != nil {
-			if c.paused || c.keyed {
+			if c.paused {
 				limit = 0
 			}
 			if c.max > 0 {

@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -150,4 +151,65 @@ func TestCitusControlsLockEndsWithAnIdleSession(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, <-paused)
 	require.Error(t, holder.Ping(ctx), "the idle session was ended")
+}
+
+// On Citus, a key space's limit per key holds across its types, shards and
+// executors: with each task the root of a tree of its own (so spread over
+// the shards), two executors run one task of each account at a time and
+// the tasks without a key beside them; while those are held they keep
+// claiming and start no second task of an account; released, every task
+// is polled, and never two of an account at once.
+func TestCitusKeyLimitAcrossTypes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	require.NoError(t, tasks.SetKeyLimit(ctx, db, "account", 1, []tasks.Type{"charge", "refund"}, tasks.AllowNewType()))
+	var specs []tasks.Spec
+	for i := range 6 {
+		typ := []tasks.Type{"charge", "refund"}[i%2]
+		specs = append(specs, tasks.Spec{Type: typ, State: "a", LimitKey: "a"}, tasks.Spec{Type: typ, State: "b", LimitKey: "b"})
+	}
+	specs = append(specs, tasks.Spec{Type: "refund", State: "none"}, tasks.Spec{Type: "charge", State: "none"})
+	_, err := tasks.CreateMany(ctx, db, specs)
+	require.NoError(t, err)
+
+	var mu sync.Mutex
+	running, peak := map[string]int{}, map[string]int{}
+	gauge := &runningGauge{}
+	release := make(chan struct{})
+	poller := executor.PollerFunc[string, any](func(ctx context.Context, t *executor.Task[string, any]) (executor.Action, error) {
+		gauge.start()
+		defer gauge.running.Add(-1)
+		mu.Lock()
+		running[t.State]++
+		peak[t.State] = max(peak[t.State], running[t.State])
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			running[t.State]--
+			mu.Unlock()
+		}()
+		<-release
+		return executor.Done(), nil
+	})
+	for range 2 {
+		cfg := fastConfig(t)
+		cfg.Hooks = gauge
+		e := executor.MustNew(db, cfg)
+		executor.Register(e, "charge", poller)
+		executor.Register(e, "refund", poller)
+		start(t, e)
+	}
+	waitFor(t, "one task of each account and both without a key", func() bool { return gauge.running.Load() >= 4 })
+	claims := gauge.claims.Load()
+	waitFor(t, "more claims", func() bool { return gauge.claims.Load() >= claims+20 })
+	mu.Lock()
+	require.Equal(t, map[string]int{"a": 1, "b": 1, "none": 2}, running)
+	mu.Unlock()
+
+	close(release)
+	waitDone(t, db, len(specs))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, map[string]int{"a": 1, "b": 1, "none": 2}, peak, "never two tasks of an account at once")
 }

@@ -406,36 +406,6 @@ func TestCitusMaxConcurrency(t *testing.T) {
 	require.Greater(t, shards, 2, "the expired claims lie on several shards")
 }
 
-// On Citus, a type with a key space (a limit per key, counted over the
-// tasks of several types) is not claimed: the executor leaves it out and
-// polls its other types.
-func TestCitusLeavesKeySpacedTypes(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := testdb.Citus(t)
-	require.NoError(t, tasks.SetKeyLimit(ctx, db, "space", 5, []tasks.Type{"limited"}, tasks.AllowNewType()))
-	limited, err := tasks.Create(ctx, db, tasks.Spec{Type: "limited", LimitKey: "k"})
-	require.NoError(t, err)
-	plain, err := tasks.Create(ctx, db, tasks.Spec{Type: "plain"})
-	require.NoError(t, err)
-	e := executor.MustNew(db, fastConfig(t))
-	executor.Register(e, "limited", executor.PollerFunc[any, any](doneAtOnce))
-	executor.Register(e, "plain", executor.PollerFunc[any, any](doneAtOnce))
-	total := 0
-	for range 3 {
-		n, err := e.PollOnce(ctx)
-		require.NoError(t, err)
-		total += n
-	}
-	require.Equal(t, 1, total)
-	task, err := tasks.Get(ctx, db, plain)
-	require.NoError(t, err)
-	require.Equal(t, tasks.StatusDone, task.Status)
-	task, err = tasks.Get(ctx, db, limited)
-	require.NoError(t, err)
-	require.Zero(t, task.Attempts, "never claimed")
-}
-
 // On Citus, an executor refuses to start without its build's claim
 // function (a database distributed or migrated last by another build), and
 // says to migrate.

@@ -365,9 +365,9 @@ func TestSampleLimits(t *testing.T) {
 // (COROTASK_CITUS_URL; skipped without it): its workers killed, frozen past
 // their heartbeat timeout and cut from the coordinator, with polls that
 // fail, panic and stall, and checks the ledger: nothing lost, nothing twice.
-// The fleet-wide maximum of the nodes holds (sampled throughout); no key
-// limit (a type with a key space is not claimed on Citus), and no restarts
-// of the cluster, which other tests share. -faults.duration sets how long
+// The fleet-wide maximum of the nodes and the limit per tree's key hold
+// (sampled throughout). No restarts of the cluster, which other tests
+// share. -faults.duration sets how long
 // faults are injected (default 10s).
 func TestFaultsOnCitus(t *testing.T) {
 	if runtime.GOOS != "linux" {

@@ -72,10 +72,8 @@ type Config struct {
 	// above 0 (1 to 3) [0.3].
 	PriorityRate float64
 	// Citus runs on a distributed database (URL names the coordinator):
-	// the fleet-wide maximum is set and sampled, not the key limit (a type
-	// with a key space is not claimed there). The ledger's tables stay the
-	// coordinator's own, and the checks run once the tasks' tables are
-	// local again (undistribute).
+	// the ledger's tables stay the coordinator's own, and the checks run
+	// once the tasks' tables are local again (undistribute).
 	Citus bool
 	Logf  func(format string, args ...any)
 }
@@ -192,15 +190,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	var limits *Limits
 	sampleCtx, stopSampler := context.WithCancel(ctx)
 	sampled := make(chan struct{})
-	keyLimit := cfg.TreeKeyLimit
-	if cfg.Citus {
-		keyLimit = 0 // a key space is not claimed on Citus
-	}
-	if err := SetLimits(ctx, pool, cfg.NodeMaxRunning, keyLimit); err != nil {
+	if err := SetLimits(ctx, pool, cfg.NodeMaxRunning, cfg.TreeKeyLimit); err != nil {
 		stopSampler()
 		return nil, err
 	}
-	limits = &Limits{NodeMaxRunning: cfg.NodeMaxRunning, TreeKeyLimit: keyLimit}
+	limits = &Limits{NodeMaxRunning: cfg.NodeMaxRunning, TreeKeyLimit: cfg.TreeKeyLimit}
 	go func() { defer close(sampled); h.sampleLimits(sampleCtx, limits) }()
 	defer func() { stopSampler(); <-sampled }()
 	began := time.Now()

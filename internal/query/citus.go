@@ -3,6 +3,7 @@ package query
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"strings"
 )
 
@@ -146,13 +147,14 @@ const shardTables = `
 
 // claimShardFunction makes the function name, which runs the claim
 // statement (a format string over shardTables, $1 to $12 Claim's
-// parameters, and $13 of type extra when extra is not "") on the shard
-// that holds p_key's root, and has Citus delegate its calls to that
-// shard's worker.
-func claimShardFunction(name, statement, extra string) string {
+// parameters, and from $13 on one of each type of extra) on the shard that
+// holds p_key's root, and has Citus delegate its calls to that shard's
+// worker.
+func claimShardFunction(name, statement string, extra ...string) string {
 	params, types, using := "", "", ""
-	if extra != "" {
-		params, types, using = ", p13 "+extra, ", "+extra, ", p13"
+	for i, typ := range extra {
+		p := "p" + strconv.Itoa(13+i)
+		params, types, using = params+", "+p+" "+typ, types+", "+typ, using+", "+p
 	}
 	return `
 CREATE OR REPLACE FUNCTION ` + name + `(p_key uuid,
@@ -220,7 +222,8 @@ BEGIN
 END
 $f$;
 
-` + claimShardFunction(claimShardName, claim, "") + claimShardFunction(claimShardCountedName, counted, "text[]") + `
+` + claimShardFunction(claimShardName, claim) +
+		claimShardFunction(claimShardCountedName, counted, "text[]", "text[]", "text[]", "integer[]", "text[]", "text[]", "integer[]") + `
 CREATE OR REPLACE FUNCTION ` + retentionShardName + `(p_key uuid, p1 double precision, p2 integer)
 RETURNS bigint
 LANGUAGE plpgsql SET search_path = '' AS $f$

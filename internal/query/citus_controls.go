@@ -1,7 +1,5 @@
 package query
 
-import "strings"
-
 // Flow controls on Citus. A type's maximum of running polls and its rate
 // limit count over every shard, and a claim on one shard cannot count
 // them. A claim on Citus therefore holds, on the coordinator, the controls
@@ -17,14 +15,15 @@ import "strings"
 // (CitusCountedRunning), reserves a rate limit's tokens (CitusReserveTokens),
 // claims shard by shard within what is left (ClaimShardCounted), and gives
 // back the tokens it did not use (CitusReturnTokens). CitusClaimEnd
-// releases both locks. Key spaces (a limit per key over the tasks of
-// several types) are not claimed on Citus.
+// releases both locks. A key space (a limit per key over the tasks of
+// several types) is counted the same way: the running tasks of its types
+// per key over every shard (CitusKeysRunning), which the claim on a shard
+// takes as a parameter in place of its own count, and to which the
+// executor adds the keys each shard's claim took (CitusClaimedKeys) before
+// it claims on the next.
 
-// CitusControlledTypes reads which of the types $1 have flow controls, and
-// which of those have a key space.
-const CitusControlledTypes = `SELECT coalesce(array_agg(task_type), '{}'),
-       coalesce(array_agg(task_type) FILTER (WHERE key_space IS NOT NULL), '{}')
-FROM corotask.type_controls WHERE task_type = ANY ($1::text[])`
+// CitusControlledTypes reads which of the types $1 have flow controls.
+const CitusControlledTypes = `SELECT coalesce(array_agg(task_type), '{}') FROM corotask.type_controls WHERE task_type = ANY ($1::text[])`
 
 // CitusClaimBegin takes the controls lock shared as a session lock (see
 // above); the session ends if it stays idle for $1 milliseconds while it
@@ -39,13 +38,33 @@ const (
 )
 
 // CitusControls reads, under the controls lock, the controls of the types
-// $1: task_type, whether it is paused, its max_running (0: none), whether
-// it has a key space, its rate limit (NULL: none) and the whole tokens the
-// limit holds now (0 without one), and the database's time (corotask.now()).
-const CitusControls = `SELECT c.task_type, c.paused_at IS NOT NULL, coalesce(c.max_running, 0), c.key_space IS NOT NULL,
+// $1: task_type, whether it is paused, its max_running (0: none), its key
+// space (NULL: none) and the space's limit per key (0 without one), its
+// rate limit (NULL: none) and the whole tokens the limit holds now (0
+// without one), and the database's time (corotask.now()).
+const CitusControls = `SELECT c.task_type, c.paused_at IS NOT NULL, coalesce(c.max_running, 0),
+       c.key_space, coalesce((SELECT k.max_running FROM corotask.key_limits k WHERE k.key_space = c.key_space), 0),
        c.rate_limit, coalesce((SELECT floor(` + rateTokens + `)::int FROM corotask.rate_limits l WHERE l.name = c.rate_limit), 0),
        corotask.now()
 FROM corotask.type_controls c WHERE c.task_type = ANY ($1::text[])`
+
+// CitusSpaceTypes reads the types of the key spaces $1, each with its
+// space: a limit per key counts the running tasks of all of them.
+const CitusSpaceTypes = `SELECT task_type, key_space FROM corotask.type_controls WHERE key_space = ANY ($1::text[])`
+
+// CitusKeysRunning counts, over every shard, the running tasks of each of
+// the types $1 per limit key, as the claim counts them (claimKeyRunning):
+// claims that have not expired, or expired within the last second.
+const CitusKeysRunning = `SELECT task_type, limit_key, count(*)::int FROM corotask.tasks
+WHERE task_type = ANY ($1::text[]) AND claim IS NOT NULL AND limit_key IS NOT NULL
+  AND claim_expires_at >= corotask.now() - interval '1 second'
+GROUP BY task_type, limit_key`
+
+// CitusClaimedKeys reads the types and limit keys of the tasks $2 of the
+// trees $1 (all on one shard: those one claim_shard_counted call took) that
+// have a limit key.
+const CitusClaimedKeys = `SELECT task_type, limit_key FROM corotask.tasks
+WHERE root_id = ANY ($1::uuid[]) AND task_id = ANY ($2::uuid[]) AND limit_key IS NOT NULL`
 
 // CitusCountedRunning counts, over every shard, the running polls of each
 // of the types $1 that count toward its maximum, as the claim counts them
@@ -67,21 +86,62 @@ const (
 
 // ClaimCounted is Claim for the types with controls on Citus, which the
 // executor caps ($3, $4) within their controls: it claims them although
-// they have controls (its gained is false), and its claims of the types
-// $13 count toward their maximums (tasks.counted).
-var ClaimCounted = claimCounted()
+// they have controls (Claim would claim nothing), its claims of the types
+// $13 count toward their maximums (tasks.counted), and a task of a type of
+// $14 (in the key space $15, whose limit per key is $16) with a limit key
+// waits while that key's running tasks in its space, $19 for the space
+// $17 and key $18 (counted by the executor over every shard), are at the
+// limit: the claim's own count (claimKeyRunning) would see its shard's
+// alone. Its rows are Claim's; the last one's last column is NULL.
+const ClaimCounted = `
+WITH ` + claimSearch + `
+), ` + claimQuotaCounted + `
+), ` + claimReadyFirst + claimKeyFilterCounted + claimReadyThen + claimKeyFilterCounted + claimReadyEnd + `
+), ` + claimStale + claimStaleTail + `
+), ` + claimCandidates + `
+), ` + claimPickedCounted + `
+), ` + claimUpdate + `
+        counted = t.task_type = ANY ($13::text[]),` + claimUpdateTail + `
+    WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
+    ` + claimReturning + `
+), ` + claimTail + claimNextWake + `, NULL, ` + claimFloorsTail + `, NULL`
 
-func claimCounted() string {
-	gained := `SELECT EXISTS (SELECT 1 FROM corotask.type_controls x WHERE x.task_type = ANY ($6::text[])) AS yes`
-	update := claimUpdate + claimUpdateTail
-	if strings.Count(Claim, gained) != 1 || strings.Count(Claim, update) != 1 {
-		panic("query: ClaimCounted: Claim no longer holds the gained test and the update it rewrites")
-	}
-	q := strings.Replace(Claim, gained, `SELECT false AS yes`, 1)
-	return strings.Replace(q, update, claimUpdate+`
-        counted = t.task_type = ANY ($13::text[]),`+claimUpdateTail, 1)
-}
+// claimQuotaCounted is ClaimCounted's quota of each type (as Claim's), with
+// its key space and limit per key.
+const claimQuotaCounted = `quota AS (
+    SELECT o.typ, o.n, k.space AS key_space, k.max AS key_max FROM open_quota o
+    LEFT JOIN unnest($14::text[], $15::text[], $16::int[]) AS k(typ, space, max) ON k.typ = o.typ
+    UNION ALL
+    SELECT q.typ, q.n, k.space, k.max FROM unnest($3::text[], $4::int[]) AS q(typ, n)
+    LEFT JOIN unnest($14::text[], $15::text[], $16::int[]) AS k(typ, space, max) ON k.typ = q.typ`
+
+// claimKeyFilterCounted passes over a task whose limit key is at its
+// space's limit, counted over every shard ($17 to $19).
+const claimKeyFilterCounted = `
+          AND (q.key_space IS NULL OR t.limit_key IS NULL OR ` + claimKeyRunningCounted + ` < q.key_max)`
+
+// claimKeyRunningCounted is the running tasks of task t's limit key in its
+// type's key space q.key_space, as the executor counted them.
+const claimKeyRunningCounted = `coalesce((SELECT r.n FROM unnest($17::text[], $18::text[], $19::int[]) AS r(space, key, n)
+                           WHERE r.space = q.key_space AND r.key = t.limit_key), 0)`
+
+// claimPickedCounted is ClaimCounted's choice among the candidates: as
+// Claim's, and each key within its room under its space's limit.
+const claimPickedCounted = `picked AS (
+    SELECT p.task_id FROM (
+        SELECT t.task_id, t.k, t.priority, t.at, s.n AS cap,
+               row_number() OVER (PARTITION BY t.task_type ORDER BY t.k, t.priority DESC, t.at) AS rank,
+               CASE WHEN q.key_space IS NOT NULL AND t.limit_key IS NOT NULL
+                    THEN q.key_max - ` + claimKeyRunningCounted + ` END AS key_room,
+               row_number() OVER (PARTITION BY q.key_space, t.limit_key ORDER BY t.k, t.priority DESC, t.at) AS key_rank
+        FROM candidates t
+        LEFT JOIN unnest($3::text[], $4::int[]) AS s(typ, n) ON s.typ = t.task_type
+        LEFT JOIN unnest($14::text[], $15::text[], $16::int[]) AS q(typ, key_space, key_max) ON q.typ = t.task_type
+    ) p
+    WHERE (p.cap IS NULL OR p.rank <= p.cap) AND (p.key_room IS NULL OR p.key_rank <= p.key_room)
+    ORDER BY p.k, p.priority DESC, p.at
+    LIMIT $2`
 
 // ClaimShardCounted is ClaimCounted on the shard that holds root $1, with
 // ClaimCounted's parameters after it.
-var ClaimShardCounted = `SELECT * FROM ` + claimShardCountedName + `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+var ClaimShardCounted = `SELECT * FROM ` + claimShardCountedName + `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`
