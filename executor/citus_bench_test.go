@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,6 +42,21 @@ func BenchmarkOneshotCitusMaxRunning(b *testing.B) {
 	benchOneshot(b, db)
 }
 
+// BenchmarkOneshotCitusKeyLimit is BenchmarkOneshotCitus with the type in
+// a key space of one running task per key, each task of its own key (so
+// the limit never binds), for the cost of counting the running tasks per
+// key over every shard:
+//
+//	go test ./executor -run '^$' -bench 'OneshotCitus' -benchtime 2000x
+func BenchmarkOneshotCitusKeyLimit(b *testing.B) {
+	ctx := context.Background()
+	db := testdb.Citus(b)
+	if err := tasks.SetKeyLimit(ctx, db, "each", 1, []tasks.Type{"one"}, tasks.AllowNewType()); err != nil {
+		b.Fatal(err)
+	}
+	benchOneshot(b, db, func(i int) string { return strconv.Itoa(i) })
+}
+
 // committedPolls closes all once n polls have committed.
 type committedPolls struct {
 	executor.NoHooks
@@ -54,11 +70,21 @@ func (c *committedPolls) CommitDone(_ context.Context, info *executor.CommitInfo
 	}
 }
 
-// benchOneshot creates b.N tasks, then times one executor (Concurrency 64)
-// polling them all, until the last commit, and reports tasks/s.
-func benchOneshot(b *testing.B, db *pgxpool.Pool) {
+// benchOneshot creates b.N tasks (the i-th with the limit key limitKey(i),
+// when given), then times one executor (Concurrency 64) polling them all,
+// until the last commit, and reports tasks/s.
+func benchOneshot(b *testing.B, db *pgxpool.Pool, limitKey ...func(i int) string) {
 	ctx := context.Background()
-	createN(b, db, "one", b.N)
+	specs := make([]tasks.Spec, b.N)
+	for i := range specs {
+		specs[i] = tasks.Spec{Type: "one"}
+		if len(limitKey) > 0 {
+			specs[i].LimitKey = limitKey[0](i)
+		}
+	}
+	if _, err := tasks.CreateMany(ctx, db, specs); err != nil {
+		b.Fatal(err)
+	}
 	hooks := &committedPolls{all: make(chan struct{})}
 	hooks.n.Store(int64(b.N))
 	cfg := executor.Config{Concurrency: 64, PollInterval: 50 * time.Millisecond, Logger: testdb.Logger(b), Hooks: hooks}
