@@ -190,9 +190,7 @@ func (cl *claimer) claimShards(ctx context.Context, req claimRequest) ([]*claime
 			cl.log.Warn("corotask: claim of the types with flow controls", "error", err)
 		}
 		out = append(out, got...)
-		if !ctlNext.IsZero() && (next.IsZero() || ctlNext.Before(next)) {
-			next = ctlNext
-		}
+		next = earliest(next, ctlNext)
 	}
 	return out, next, nil
 }
@@ -257,9 +255,7 @@ func (cl *claimer) claimOverShards(ctx context.Context, sc shardClaim, req claim
 				cl.log.Error("corotask: end task whose polls keep stopping executors", "task", c.id, "type", c.typ, "error", err)
 			}
 		}
-		if !res.next.IsZero() && (next.IsZero() || res.next.Before(next)) {
-			next = res.next
-		}
+		next = earliest(next, res.next)
 		if err := sc.keys.add(ctx, sc.sender, res.claimed); err != nil {
 			// The next shard's claim could not count them: stop here.
 			cl.log.Warn("corotask: read the limit keys of a claim", "shard", r.Shard, "error", err)

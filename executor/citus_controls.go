@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -30,7 +31,8 @@ type typeControls struct {
 	space    *string // its key space, if any ...
 	keyMax   int     // ... and the space's limit per key
 	rate     *string // its rate limit, if any ...
-	tokens   int     // ... and the whole tokens it holds
+	tokens   float64 // ... the tokens it holds ...
+	perToken float64 // ... and the seconds it takes to refill one
 	counting int     // the running polls counted toward max, over every shard
 }
 
@@ -79,10 +81,12 @@ func (cl *claimer) claimControlled(ctx context.Context, conn *pgxpool.Conn, sc s
 			g.req.total = took
 		}
 		if g.req.total == 0 {
+			next = earliest(next, g.nextToken(0, now))
 			continue
 		}
 		claims++
 		got, gnext, err := cl.claimOverShards(ctx, sc, g.req, at)
+		next = earliest(next, g.nextToken(len(got), now))
 		if unused := g.req.total - len(got); g.rate != "" && unused > 0 {
 			backCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cl.cfg.HeartbeatTimeout)
 			if _, err := conn.Exec(backCtx, query.CitusReturnTokens, g.rate, unused, now); err != nil {
@@ -91,9 +95,7 @@ func (cl *claimer) claimControlled(ctx context.Context, conn *pgxpool.Conn, sc s
 			cancel()
 		}
 		out = append(out, got...)
-		if !gnext.IsZero() && (next.IsZero() || gnext.Before(next)) {
-			next = gnext
-		}
+		next = earliest(next, gnext)
 		if err != nil {
 			if len(out) == 0 {
 				return nil, time.Time{}, err
@@ -106,6 +108,14 @@ func (cl *claimer) claimControlled(ctx context.Context, conn *pgxpool.Conn, sc s
 		cl.hooks.claimDone(ctx, at, &req, 0, nil) // the controls hold every type back
 	}
 	return out, next, nil
+}
+
+// earliest is the earlier of a and b, a zero time meaning none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // readTypeControls reads, under the controls lock, the controls of types,
@@ -121,7 +131,7 @@ func readTypeControls(ctx context.Context, conn *pgxpool.Conn, types []string) (
 	var typ string
 	var c typeControls
 	var now time.Time
-	if _, err := pgx.ForEachRow(rows, []any{&typ, &c.paused, &c.max, &c.space, &c.keyMax, &c.rate, &c.tokens, &now}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&typ, &c.paused, &c.max, &c.space, &c.keyMax, &c.rate, &c.tokens, &c.perToken, &now}, func() error {
 		cc := c
 		controls[typ] = &cc
 		return nil
@@ -157,6 +167,21 @@ func readTypeControls(ctx context.Context, conn *pgxpool.Conn, types []string) (
 type controlledGroup struct {
 	req  claimRequest
 	rate string
+	// The tokens of its rate limit when the claim read them, and the
+	// seconds it takes to refill one.
+	tokens, perToken float64
+}
+
+// nextToken is when the rate limit of g has a whole token again after the
+// claim took used of them: the time to claim its types again, as the claim
+// statement on one server says (claimNextToken); zero when one is left, or
+// without a rate limit.
+func (g controlledGroup) nextToken(used int, now time.Time) time.Time {
+	left := g.tokens - float64(used)
+	if g.rate == "" || left >= 1 {
+		return time.Time{}
+	}
+	return now.Add(time.Duration((1 - left) * g.perToken * float64(time.Second)))
 }
 
 // keyCounts are, for a claim of types with controls on Citus, the key
@@ -276,7 +301,7 @@ func (k *keyCounts) add(ctx context.Context, sender batchSender, got []*claimed)
 func capControlled(req claimRequest, controls map[string]*typeControls) ([]controlledGroup, []string) {
 	var groups []controlledGroup
 	group := map[string]int{} // rate limit: its place in groups
-	tokens := map[string]int{}
+	tokens, perToken := map[string]float64{}, map[string]float64{}
 	counted := []string{}
 	add := func(rate, typ string, window int32, limit int) {
 		i, ok := group[rate]
@@ -311,6 +336,7 @@ func capControlled(req claimRequest, controls map[string]*typeControls) ([]contr
 			if c.rate != nil {
 				rate = *c.rate
 				tokens[rate] = c.tokens
+				perToken[rate] = c.perToken
 			}
 		}
 		if limit > 0 {
@@ -320,7 +346,8 @@ func capControlled(req claimRequest, controls map[string]*typeControls) ([]contr
 	for i := range groups {
 		g := &groups[i]
 		if g.rate != "" {
-			g.req.total = min(g.req.total, max(tokens[g.rate], 0))
+			g.tokens, g.perToken = tokens[g.rate], perToken[g.rate]
+			g.req.total = min(g.req.total, max(int(math.Floor(g.tokens)), 0))
 		}
 	}
 	// Without a rate limit first: they take no tokens.

@@ -213,3 +213,20 @@ func TestCitusKeyLimitAcrossTypes(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, map[string]int{"a": 1, "b": 1, "none": 2}, peak, "never two tasks of an account at once")
 }
+
+// On Citus, a type whose rate limit ran out of tokens is claimed again at
+// its next token, as on one server, not at the next PollInterval (here
+// longer than the test waits).
+func TestCitusRateLimitWakesAtTheNextToken(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	require.NoError(t, tasks.SetRateLimit(ctx, db, "slow", 1, time.Second, []tasks.Type{"mail"}, tasks.AllowNewType()))
+	cfg := fastConfig(t)
+	cfg.PollInterval = 2 * testdb.Patience
+	e := executor.MustNew(db, cfg)
+	executor.Register(e, "mail", executor.PollerFunc[any, any](doneAtOnce))
+	createN(t, db, "mail", 3)
+	start(t, e)
+	waitDone(t, db, 3)
+}

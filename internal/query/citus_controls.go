@@ -40,11 +40,13 @@ const (
 // CitusControls reads, under the controls lock, the controls of the types
 // $1: task_type, whether it is paused, its max_running (0: none), its key
 // space (NULL: none) and the space's limit per key (0 without one), its
-// rate limit (NULL: none) and the whole tokens the limit holds now (0
-// without one), and the database's time (corotask.now()).
+// rate limit (NULL: none), the tokens the limit holds now and the seconds
+// it takes to refill one (0 without one), and the database's time
+// (corotask.now()).
 const CitusControls = `SELECT c.task_type, c.paused_at IS NOT NULL, coalesce(c.max_running, 0),
        c.key_space, coalesce((SELECT k.max_running FROM corotask.key_limits k WHERE k.key_space = c.key_space), 0),
-       c.rate_limit, coalesce((SELECT floor(` + rateTokens + `)::int FROM corotask.rate_limits l WHERE l.name = c.rate_limit), 0),
+       c.rate_limit, coalesce((SELECT ` + rateTokens + ` FROM corotask.rate_limits l WHERE l.name = c.rate_limit), 0),
+       coalesce((SELECT extract(epoch FROM l.per)::float8 / l.rate FROM corotask.rate_limits l WHERE l.name = c.rate_limit), 0),
        corotask.now()
 FROM corotask.type_controls c WHERE c.task_type = ANY ($1::text[])`
 
