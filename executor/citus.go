@@ -214,12 +214,14 @@ type batchSender interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// claimOverShards claims req shard by shard (see claimShards).
+// claimOverShards claims req shard by shard (see claimShards). It returns
+// an error with claims only when the keys of sc.keys could not be counted
+// after a shard's claim: the caller polls what it got, and claims no more.
 func (cl *claimer) claimOverShards(ctx context.Context, sc shardClaim, req claimRequest, at time.Time) ([]*claimed, time.Time, error) {
 	if req.total == 0 {
 		return nil, time.Time{}, nil
 	}
-	roots, next, err := cl.shardsWithWork(ctx, sc.sender, req, sc.minPriority)
+	roots, next, err := cl.shardsWithWork(ctx, sc.sender, req, sc.minPriority, sc.keys.atLimit())
 	if err != nil {
 		cl.hooks.claimDone(ctx, at, &req, 0, err)
 		return nil, time.Time{}, fmt.Errorf("claim: %w", dberr.Translate(err))
@@ -257,9 +259,9 @@ func (cl *claimer) claimOverShards(ctx context.Context, sc shardClaim, req claim
 		}
 		next = earliest(next, res.next)
 		if err := sc.keys.add(ctx, sc.sender, res.claimed); err != nil {
-			// The next shard's claim could not count them: stop here.
-			cl.log.Warn("corotask: read the limit keys of a claim", "shard", r.Shard, "error", err)
-			break
+			// No later claim could count them: what was claimed is
+			// polled, and the caller claims nothing more (claimControlled).
+			return out, next, fmt.Errorf("claim: read the limit keys of a shard's claim: %w", dberr.Translate(err))
 		}
 		req = req.less(res.claimed)
 	}
@@ -268,10 +270,11 @@ func (cl *claimer) claimOverShards(ctx context.Context, sc shardClaim, req claim
 
 // shardsWithWork is the first read of claimShards: a root of each shard
 // that holds work for req, in the order of the work (priority, then age;
-// expired claims after), and the earliest future wake_at of req's types.
-func (cl *claimer) shardsWithWork(ctx context.Context, sender batchSender, req claimRequest, minPriority int16) ([]shardRoot, time.Time, error) {
+// expired claims after), passing over the ready tasks of the keys atLimit
+// (query.CitusKeyAtLimit), and the earliest future wake_at of req's types.
+func (cl *claimer) shardsWithWork(ctx context.Context, sender batchSender, req claimRequest, minPriority int16, atLimit []string) ([]shardRoot, time.Time, error) {
 	b := &pgx.Batch{}
-	b.Queue(query.CitusShardsWithWork, req.all, req.total, req.stale, minPriority)
+	b.Queue(query.CitusShardsWithWork, req.all, req.total, req.stale, minPriority, atLimit)
 	b.Queue(query.CitusNextWake, req.all)
 	br := sender.SendBatch(ctx, b)
 	defer br.Close()

@@ -245,6 +245,27 @@ func countKeys(ctx context.Context, conn *pgxpool.Conn, controls map[string]*typ
 	return k, nil
 }
 
+// atLimit names, as query.CitusKeyAtLimit does, every type of the spaces
+// and each of its keys that is at its space's limit; empty for nil.
+func (k *keyCounts) atLimit() []string {
+	out := []string{}
+	if k == nil {
+		return out
+	}
+	limit := map[string]int32{}
+	for i, space := range k.spaces {
+		limit[space] = k.max[i]
+	}
+	for typ, space := range k.spaceOf {
+		for sk, n := range k.running {
+			if lim, ok := limit[space]; ok && sk.space == space && n >= lim {
+				out = append(out, query.CitusKeyAtLimit(typ, sk.key))
+			}
+		}
+	}
+	return out
+}
+
 // args are the parameters of query.ClaimShardCounted after its counted
 // types: the types with a key space, their spaces and limits per key, and
 // the running tasks per key.

@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -229,4 +230,53 @@ func TestCitusRateLimitWakesAtTheNextToken(t *testing.T) {
 	createN(t, db, "mail", 3)
 	start(t, e)
 	waitDone(t, db, 3)
+}
+
+// On Citus, the tasks of a key at its limit do not hold back those of other
+// keys: with one task of account "a" running and held, forty more of "a",
+// the oldest ready, all in one tree (so on one shard), and eight tasks of
+// other accounts on trees of their own, the eight run.
+func TestCitusKeyAtItsLimitLetsOtherKeysRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Citus(t)
+	require.NoError(t, tasks.SetKeyLimit(ctx, db, "account", 1, []tasks.Type{"charge"}, tasks.AllowNewType()))
+	_, err := tasks.Create(ctx, db, tasks.Spec{Type: "charge", State: "held", LimitKey: "a"})
+	require.NoError(t, err)
+	release := make(chan struct{})
+	var held atomic.Bool
+	cfg := fastConfig(t)
+	cfg.Concurrency = 4
+	e := executor.MustNew(db, cfg)
+	executor.Register(e, "charge", executor.PollerFunc[string, any](func(ctx context.Context, t *executor.Task[string, any]) (executor.Action, error) {
+		if t.State == "held" {
+			held.Store(true)
+			<-release
+		}
+		return executor.Done(), nil
+	}))
+	start(t, e)
+	waitFor(t, "the held task of account a", held.Load)
+
+	root := tasks.NewID()
+	specs := []tasks.Spec{{ID: root, Type: "tree"}}
+	for range 40 {
+		specs = append(specs, tasks.Spec{Type: "charge", Parent: root, State: "a", LimitKey: "a"})
+	}
+	_, err = tasks.CreateMany(ctx, db, specs)
+	require.NoError(t, err)
+	for i := range 8 {
+		_, err := tasks.Create(ctx, db, tasks.Spec{Type: "charge", State: "other", LimitKey: "k" + strconv.Itoa(i)})
+		require.NoError(t, err)
+	}
+	waitFor(t, "the tasks of the other accounts", func() bool {
+		var done int
+		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks WHERE task_type = 'charge' AND limit_key LIKE 'k%' AND outcome = 'done'`).Scan(&done))
+		return done == 8
+	})
+	var a int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM corotask.tasks WHERE limit_key = 'a' AND claim IS NOT NULL`).Scan(&a))
+	require.Equal(t, 1, a, "account a runs its held task alone")
+	close(release)
+	waitDone(t, db, 1+40+8)
 }

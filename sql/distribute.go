@@ -50,9 +50,18 @@ func citusFunctions(ctx context.Context, tx pgx.Tx, must bool) error {
 		}
 		return nil
 	}
-	// Before the claim functions: those set these functions' options,
-	// which CREATE OR REPLACE would reset.
+	// A newer build applied its functions (applyFunctions kept them): its
+	// own forms of these are in place. Else before the claim functions:
+	// those set these functions' options, which CREATE OR REPLACE would
+	// reset.
+	var newest int
+	if err := tx.QueryRow(ctx, query.SchemaFunctionsNewestRelease).Scan(&newest); err != nil {
+		return fmt.Errorf("read applied function files: %w", err)
+	}
 	for _, f := range citusFiltered {
+		if newest > functionsRelease {
+			break
+		}
 		def, err := f.definition()
 		if err != nil {
 			return err

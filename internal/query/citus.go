@@ -37,8 +37,10 @@ func ClaimShardExists() string {
 
 // CitusShardsWithWork reads, over every shard, the roots of the first $2
 // ready tasks of the types $1 of priority $4 or more (by priority, then
-// age), and when $3 the roots of up to $2 tasks of those types whose claim
-// expired; each with its shard, in that order. The executor claims on the shards they name, one
+// age), but those whose type and limit key $5 names (each as
+// CitusKeyAtLimit makes it: keys at their space's limit, whose tasks would
+// take the places of the others'), and when $3 the roots of up to $2 tasks
+// of those types whose claim expired; each with its shard, in that order. The executor claims on the shards they name, one
 // root per shard (see claim_shard). The second statement of the read,
 // CitusNextWake, says when to look again.
 const CitusShardsWithWork = `
@@ -46,6 +48,8 @@ SELECT get_shard_id_for_distribution_column('corotask.tasks', w.root_id), w.root
     (SELECT root_id, 0 AS k, priority, wake_at AS at FROM corotask.tasks
      WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL AND wake_at <= corotask.now()
        AND task_type = ANY ($1::text[]) AND priority >= $4::smallint
+       AND (limit_key IS NULL OR cardinality($5::text[]) = 0
+            OR octet_length(task_type) || ':' || task_type || limit_key <> ALL ($5::text[]))
      ORDER BY priority DESC, wake_at
      LIMIT $2)
     UNION ALL
@@ -56,6 +60,13 @@ SELECT get_shard_id_for_distribution_column('corotask.tasks', w.root_id), w.root
      LIMIT $2)
 ) w
 ORDER BY w.k, w.priority DESC, w.at`
+
+// CitusKeyAtLimit is how CitusShardsWithWork names a task type and a
+// limit key: the type's length in bytes, a colon, the type, the key (one
+// string, which no other pair makes).
+func CitusKeyAtLimit(typ, key string) string {
+	return strconv.Itoa(len(typ)) + ":" + typ + key
+}
 
 // CitusNextWake is the earliest future wake_at of the ready tasks of the
 // types $1, over every shard.
@@ -252,8 +263,20 @@ $f$;
 SELECT create_distributed_function('` + renewShardName + `(uuid, uuid[], uuid[], double precision)',
     'p_key', colocate_with => 'corotask.tasks', force_delegation => true);
 
-ALTER FUNCTION corotask.commit_polls RESET plan_cache_mode;
-ALTER FUNCTION corotask.deliver_all RESET plan_cache_mode;
+-- By name, every signature: a release that changed one keeps the others'
+-- callers working (see sql.Migrate).
+DO $d$
+DECLARE
+    f regprocedure;
+BEGIN
+    FOR f IN
+        SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
+        WHERE p.pronamespace = 'corotask'::regnamespace AND p.proname IN ('commit_polls', 'deliver_all')
+    LOOP
+        EXECUTE format('ALTER FUNCTION %s RESET plan_cache_mode', f);
+    END LOOP;
+END
+$d$;
 
 -- The functions of the executor and of the API that write the distributed
 -- tables over several shards in one statement (an UPDATE by task ID,

@@ -44,11 +44,15 @@ const (
 // it takes to refill one (0 without one), and the database's time
 // (corotask.now()).
 const CitusControls = `SELECT c.task_type, c.paused_at IS NOT NULL, coalesce(c.max_running, 0),
-       c.key_space, coalesce((SELECT k.max_running FROM corotask.key_limits k WHERE k.key_space = c.key_space), 0),
+       k.key_space, coalesce(k.max_running, 0),
        c.rate_limit, coalesce((SELECT ` + rateTokens + ` FROM corotask.rate_limits l WHERE l.name = c.rate_limit), 0),
        coalesce((SELECT extract(epoch FROM l.per)::float8 / l.rate FROM corotask.rate_limits l WHERE l.name = c.rate_limit), 0),
        corotask.now()
-FROM corotask.type_controls c WHERE c.task_type = ANY ($1::text[])`
+FROM corotask.type_controls c
+-- A key space without its limit (a row edited by hand) limits nothing, as
+-- on one server.
+LEFT JOIN corotask.key_limits k ON k.key_space = c.key_space
+WHERE c.task_type = ANY ($1::text[])`
 
 // CitusSpaceTypes reads the types of the key spaces $1, each with its
 // space: a limit per key counts the running tasks of all of them.

@@ -150,7 +150,7 @@ BEGIN
         -- share them) need no read; the others (of the tasks messaged, or
         -- all when the caller gives none) are read over every shard.
         SELECT array_agg(k.id), array_agg(k.root) INTO known_ids, known_roots FROM (
-            SELECT u.id, u.root FROM unnest(p_tasks, p_roots) AS u(id, root) WHERE u.root IS NOT NULL
+            SELECT u.id, u.root FROM unnest(p_tasks, p_roots) AS u(id, root) WHERE u.id IS NOT NULL AND u.root IS NOT NULL
             UNION
             SELECT u.parent, u.root FROM unnest(p_parents, p_roots, p_actions) AS u(parent, root, action)
             WHERE u.root IS NOT NULL AND u.parent IS NOT NULL AND u.action = 'done'
