@@ -94,6 +94,7 @@ type citusFunction struct {
 var citusFiltered = []citusFunction{
 	{"functions/commit.sql", "corotask.commit_polls", 3},
 	{"functions/api.sql", "corotask.deliver_all", 1},
+	{"functions/api.sql", "corotask.deliver_one", 2},
 }
 
 // definition returns the function as a distributed database runs it: its

@@ -33,3 +33,15 @@ func TestCitusDeliverAllNamesItsRoots(t *testing.T) {
 	require.True(t, strings.HasPrefix(def, "CREATE OR REPLACE FUNCTION corotask.deliver_all("))
 	require.True(t, strings.HasSuffix(def, "\n$$;\n"))
 }
+
+// On a distributed database, deliver_one reads its task's root, and its
+// UPDATE names it.
+func TestCitusDeliverOneNamesItsRoot(t *testing.T) {
+	t.Parallel()
+	def, err := citusFiltered[2].definition()
+	require.NoError(t, err)
+	require.NotContains(t, def, "/*citus:")
+	require.Equal(t, 1, strings.Count(def, "SELECT r.root_id INTO root FROM corotask.tasks r WHERE r.task_id = p_to;"))
+	require.Equal(t, 1, strings.Count(def, "AND t.root_id = root"))
+	require.True(t, strings.HasPrefix(def, "CREATE OR REPLACE FUNCTION corotask.deliver_one("))
+}

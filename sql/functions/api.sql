@@ -428,7 +428,10 @@ $$;
 -- outside a poll: send_to_task, operator_send) as deliver_all would, in two
 -- plain statements: the recipient's counters and wake_at, then the message's
 -- row. It returns false, and delivers nothing, when the task does not exist
--- or has ended.
+-- or has ended. On a distributed database it reads the task's root first
+-- (over every shard, without a lock), so that its writes go to the task's
+-- shard alone, not to every shard (filters marked "citus:", as
+-- deliver_all's).
 CREATE OR REPLACE FUNCTION corotask.deliver_one(p_to uuid, p_envelope jsonb) RETURNS boolean
 LANGUAGE plpgsql SET search_path = '' AS $$
 DECLARE
@@ -438,6 +441,7 @@ DECLARE
     ready boolean;
     now_at timestamptz := corotask.now(); -- read once, as in deliver_all
 BEGIN
+    /*citus: SELECT r.root_id INTO root FROM corotask.tasks r WHERE r.task_id = p_to; */
     UPDATE corotask.tasks t SET
         msg_seq = t.msg_seq + 1,
         inbox_len = t.inbox_len + CASE WHEN t.claim IS NULL THEN 1 ELSE 0 END,
@@ -448,7 +452,7 @@ BEGIN
         woke = (t.woke & CASE WHEN t.failures = 0 AND coalesce(t.wake_at > now_at, true)
                               THEN ~8 ELSE ~0 END) | 2,
         wake_at = CASE WHEN t.failures > 0 THEN t.wake_at ELSE LEAST(t.wake_at, now_at) END
-    WHERE t.task_id = p_to AND t.done_at IS NULL
+    WHERE t.task_id = p_to AND t.done_at IS NULL /*citus: AND t.root_id = root */
     RETURNING t.msg_seq, t.root_id, t.task_type, corotask.is_ready(t.claim, t.done_at, t.wake_at, now_at)
     INTO seq, root, typ, ready;
     IF NOT FOUND THEN
