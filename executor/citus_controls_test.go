@@ -3,7 +3,6 @@ package executor_test
 import (
 	"context"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -174,22 +173,13 @@ func TestCitusKeyLimitAcrossTypes(t *testing.T) {
 	_, err := tasks.CreateMany(ctx, db, specs)
 	require.NoError(t, err)
 
-	var mu sync.Mutex
-	running, peak := map[string]int{}, map[string]int{}
+	keys := newKeyGauge()
 	gauge := &runningGauge{}
 	release := make(chan struct{})
 	poller := executor.PollerFunc[string, any](func(ctx context.Context, t *executor.Task[string, any]) (executor.Action, error) {
 		gauge.start()
 		defer gauge.running.Add(-1)
-		mu.Lock()
-		running[t.State]++
-		peak[t.State] = max(peak[t.State], running[t.State])
-		mu.Unlock()
-		defer func() {
-			mu.Lock()
-			running[t.State]--
-			mu.Unlock()
-		}()
+		defer keys.enter(t.State)()
 		<-release
 		return executor.Done(), nil
 	})
@@ -204,15 +194,11 @@ func TestCitusKeyLimitAcrossTypes(t *testing.T) {
 	waitFor(t, "one task of each account and both without a key", func() bool { return gauge.running.Load() >= 4 })
 	claims := gauge.claims.Load()
 	waitFor(t, "more claims", func() bool { return gauge.claims.Load() >= claims+20 })
-	mu.Lock()
-	require.Equal(t, map[string]int{"a": 1, "b": 1, "none": 2}, running)
-	mu.Unlock()
+	require.Equal(t, map[string]int{"a": 1, "b": 1, "none": 2}, keys.now())
 
 	close(release)
 	waitDone(t, db, len(specs))
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, map[string]int{"a": 1, "b": 1, "none": 2}, peak, "never two tasks of an account at once")
+	require.Equal(t, map[string]int{"a": 1, "b": 1, "none": 2}, keys.most(), "never two tasks of an account at once")
 }
 
 // On Citus, a type whose rate limit ran out of tokens is claimed again at

@@ -264,21 +264,12 @@ func TestKeyLimitAcrossTypes(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	require.NoError(t, tasks.SetKeyLimit(ctx, db, "account", 1, []tasks.Type{"charge", "refund"}, tasks.AllowNewType()))
-	var mu sync.Mutex
-	running, peak := map[string]int{}, map[string]int{}
+	keys := newKeyGauge()
 	var g gauge
 	gate := make(chan struct{})
 	poller := executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
 		defer g.enter()()
-		mu.Lock()
-		running[t.State]++
-		peak[t.State] = max(peak[t.State], running[t.State])
-		mu.Unlock()
-		defer func() {
-			mu.Lock()
-			running[t.State]--
-			mu.Unlock()
-		}()
+		defer keys.enter(t.State)()
 		select {
 		case <-gate:
 		case <-ctx.Done():
@@ -297,18 +288,14 @@ func TestKeyLimitAcrossTypes(t *testing.T) {
 	require.NoError(t, err)
 	start(t, e)
 	waitFor(t, "one task of each account and the unkeyed one", func() bool { return g.cur.Load() == 3 })
-	mu.Lock()
-	require.Equal(t, map[string]int{"a": 1, "b": 1, "none": 1}, running)
-	mu.Unlock()
+	require.Equal(t, map[string]int{"a": 1, "b": 1, "none": 1}, keys.now())
 	close(gate)
 	waitFor(t, "all done", func() bool {
 		list, err := tasks.List(ctx, db, tasks.Filter{Status: tasks.StatusDone, Limit: 6})
 		require.NoError(t, err)
 		return len(list) == 5
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, map[string]int{"a": 1, "b": 1, "none": 1}, peak)
+	require.Equal(t, map[string]int{"a": 1, "b": 1, "none": 1}, keys.most())
 }
 
 // Tasks over their key's limit wait in claim order: the oldest of the key

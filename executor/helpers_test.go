@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -192,4 +193,38 @@ func createN(t testing.TB, db tasks.DB, typ tasks.Type, n int) []tasks.ID {
 	ids, err := tasks.CreateMany(context.Background(), db, specs)
 	require.NoError(t, err)
 	return ids
+}
+
+// keyGauge counts the polls running per key (a test's name for what its
+// tasks share), and keeps the most it saw of each at once.
+type keyGauge struct {
+	mu            sync.Mutex
+	running, peak map[string]int
+}
+
+func newKeyGauge() *keyGauge {
+	return &keyGauge{running: map[string]int{}, peak: map[string]int{}}
+}
+
+// enter counts a poll of key in; the function it returns counts it out.
+func (g *keyGauge) enter(key string) (leave func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.running[key]++
+	g.peak[key] = max(g.peak[key], g.running[key])
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.running[key]--
+	}
+}
+
+// now is how many polls of each key run; most, the most seen at once.
+func (g *keyGauge) now() map[string]int  { return g.copy(g.running) }
+func (g *keyGauge) most() map[string]int { return g.copy(g.peak) }
+
+func (g *keyGauge) copy(m map[string]int) map[string]int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return maps.Clone(m)
 }

@@ -263,21 +263,6 @@ $f$;
 SELECT create_distributed_function('` + renewShardName + `(uuid, uuid[], uuid[], double precision)',
     'p_key', colocate_with => 'corotask.tasks', force_delegation => true);
 
--- By name, every signature: a release that changed one keeps the others'
--- callers working (see sql.Migrate).
-DO $d$
-DECLARE
-    f regprocedure;
-BEGIN
-    FOR f IN
-        SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
-        WHERE p.pronamespace = 'corotask'::regnamespace AND p.proname IN ('commit_polls', 'deliver_all')
-    LOOP
-        EXECUTE format('ALTER FUNCTION %s RESET plan_cache_mode', f);
-    END LOOP;
-END
-$d$;
-
 -- The functions of the executor and of the API that write the distributed
 -- tables over several shards in one statement (an UPDATE by task ID,
 -- without its root) do so with Citus' commutative locks: by default Citus
@@ -287,18 +272,23 @@ $d$;
 -- held while holding the shards that commit needed made a distributed
 -- deadlock. The shards have one placement each: the row locks order the
 -- writes, as on one server. None of these functions writes a reference
--- table.
+-- table. Each signature of a name is set (a release that changed one
+-- keeps the others' callers working: see sql.Migrate).
 DO $d$
 DECLARE
     f regprocedure;
+    n name;
 BEGIN
-    FOR f IN
-        SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
+    FOR f, n IN
+        SELECT p.oid::regprocedure, p.proname FROM pg_catalog.pg_proc p
         WHERE p.pronamespace = 'corotask'::regnamespace
           AND p.proname IN ('commit_polls', 'release_claims', 'fail_poll', 'fail_claimed', 'record_lost',
                             'deliver_all', 'deliver_one', 'send_to_task', 'create_tasks', 'cancel_task', 'operator_send')
     LOOP
         EXECUTE format('ALTER FUNCTION %s SET citus.all_modifications_commutative = on', f);
+        IF n IN ('commit_polls', 'deliver_all') THEN
+            EXECUTE format('ALTER FUNCTION %s RESET plan_cache_mode', f);
+        END IF;
     END LOOP;
 END
 $d$;
