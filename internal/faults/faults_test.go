@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -39,6 +40,7 @@ var (
 	flagShared   = flag.Bool("faults.shared-db", false, "use the shared test server (DATABASE_URL...) instead of a private cluster; disables restarts")
 	flagDir      = flag.String("faults.dir", "", "keep the workers' logs in this directory")
 	flagReport   = flag.String("faults.report", "", "append the figures to this file")
+	flagCitusDir = flag.String("faults.citus-dir", "", "TestFaultsOnCitus: the cluster's directory (scripts/citus/cluster.sh --dir), whose nodes the run restarts in turn; run no other test on the cluster meanwhile")
 )
 
 // TestMain runs a worker instead of the tests when the harness started this
@@ -366,8 +368,10 @@ func TestSampleLimits(t *testing.T) {
 // their heartbeat timeout and cut from the coordinator, with polls that
 // fail, panic and stall, and checks the ledger: nothing lost, nothing twice.
 // The fleet-wide maximum of the nodes and the limit per tree's key hold
-// (sampled throughout). No restarts of the cluster, which other tests
-// share. -faults.duration sets how long
+// (sampled throughout). With -faults.citus-dir it restarts the cluster's
+// nodes in turn (a worker, the other, the coordinator), fast or as a crash,
+// as TestFaults restarts its server; without it, none (other tests share
+// the cluster). -faults.duration sets how long
 // faults are injected (default 10s).
 func TestFaultsOnCitus(t *testing.T) {
 	if runtime.GOOS != "linux" {
@@ -382,8 +386,14 @@ func TestFaultsOnCitus(t *testing.T) {
 		require.NoError(t, os.MkdirAll(dir, 0o755))
 	}
 	duration := cmp.Or(*flagDuration, 10*time.Second)
+	var restart func(ctx context.Context, crash bool) error
+	if *flagCitusDir != "" {
+		restart = citusRestarts(*flagCitusDir)
+	}
+	restartEvery := cmp.Or(*flagRestart, min(max(duration/3, 5*time.Second), 30*time.Second))
 	cfg := faults.Config{
 		URL: db.Config().ConnString(), Dir: dir, Command: workerCommand,
+		Restart: restart, RestartEvery: restartEvery,
 		Duration: duration, Workers: *flagWorkers, Seed: *flagSeed, Citus: true,
 		TrapRate: 0.15, PoisonRate: 0.3,
 		Logf: t.Logf,
@@ -399,4 +409,24 @@ func TestFaultsOnCitus(t *testing.T) {
 	require.Positive(t, r.Ledger.CommittedPolls)
 	require.Positive(t, r.Ledger.AwaitedPolls, "no poll awaited its children")
 	require.Positive(t, r.Limits.NodeMax, "the nodes, which have a maximum, were polled")
+}
+
+// citusRestarts restarts the nodes of the Citus cluster in dir in turn, a
+// node a call: the first worker, the second, the coordinator
+// (scripts/citus/cluster.sh restart).
+func citusRestarts(dir string) func(ctx context.Context, crash bool) error {
+	nodes := []string{"worker1", "worker2", "coordinator"}
+	var n atomic.Int64
+	return func(ctx context.Context, crash bool) error {
+		node := nodes[(n.Add(1)-1)%int64(len(nodes))]
+		args := []string{"../../scripts/citus/cluster.sh", "restart", node, "--dir", dir}
+		if crash {
+			args = append(args, "--immediate")
+		}
+		out, err := exec.CommandContext(ctx, "bash", args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("restart %s: %w: %s", node, err, out)
+		}
+		return nil
+	}
 }

@@ -28,6 +28,10 @@ Commands:
   distribute DB      migrate DB and distribute its corotask schema over the
                      workers: 'corotask migrate --citus' (the binary \$COROTASK,
                      else 'go run ./cmd/corotask' of this repository)
+  restart NODE       restart one node (coordinator, worker1, ...): a fast
+                     shutdown, or with --immediate one without a checkpoint
+                     (recovery at start-up), as a crash; the fault harness on
+                     Citus uses it (-faults.citus-dir)
 
 Flags:
   --dir DIR          the cluster's directory (default \$COROTASK_CITUS_DIR);
@@ -42,6 +46,7 @@ Flags:
                      /usr/lib/postgresql/*/bin/pg_config)
   --os-user USER     when run as root, run the servers as USER (default
                      postgres): initdb and postgres refuse to run as root
+  --immediate        restart only: stop the node at once, as a crash
   --help             print this help
 
 Every node listens on 127.0.0.1 only, trusts local connections (no password:
@@ -83,6 +88,7 @@ workers=
 database=corotask
 pg_config=${PG_CONFIG:-}
 os_user=postgres
+immediate=
 args=()
 
 while [ $# -gt 0 ]; do
@@ -100,6 +106,7 @@ while [ $# -gt 0 ]; do
 	--pg-config=*) pg_config=${1#*=}; shift ;;
 	--os-user) [ $# -ge 2 ] || usage_error "$1 needs a value"; os_user=$2; shift 2 ;;
 	--os-user=*) os_user=${1#*=}; shift ;;
+	--immediate) immediate=1; shift ;;
 	-*) usage_error "unknown flag $1" ;;
 	*)
 		if [ -z "$command" ]; then command=$1; else args+=("$1"); fi
@@ -111,7 +118,8 @@ done
 case $command in
 start | stop | status) [ ${#args[@]} -eq 0 ] || usage_error "$command takes no argument (got ${args[*]})" ;;
 createdb | distribute) [ ${#args[@]} -eq 1 ] || usage_error "$command takes one argument, the database"; database=${args[0]} ;;
-'') usage_error "no command (start, stop, status, createdb or distribute)" ;;
+restart) [ ${#args[@]} -eq 1 ] || usage_error "restart takes one argument, the node (coordinator, worker1, ...)" ;;
+'') usage_error "no command (start, stop, status, createdb, distribute or restart)" ;;
 *) usage_error "unknown command $command" ;;
 esac
 
@@ -404,6 +412,21 @@ SQL
 cmd_createdb() {
 	load_shape
 	create_database "$database"
+}
+
+cmd_restart() {
+	load_shape
+	local node=${args[0]} n mode=fast
+	for n in "${nodes[@]}"; do
+		[ "$n" != "$node" ] || break
+	done
+	[ "$n" = "$node" ] || die "no node $node in this cluster (its nodes: ${nodes[*]})"
+	node_running "$node" || die "$node is not running: run '$prog start --dir $dir'"
+	[ -z "$immediate" ] || mode=immediate
+	say "restarting $node ($mode)"
+	run_server "$bindir/pg_ctl" -D "$dir/$node" -m "$mode" -w -t 60 stop >/dev/null
+	run_server "$bindir/pg_ctl" -D "$dir/$node" -l "$dir/log/$node.log" -w -t 60 start >/dev/null ||
+		die "$node did not start again (see $dir/log/$node.log)"
 }
 
 cmd_distribute() {
