@@ -413,12 +413,13 @@ func TestFaultsOnCitus(t *testing.T) {
 
 // citusRestarts restarts the nodes of the Citus cluster in dir in turn, a
 // node a call: the first worker, the second, the coordinator
-// (scripts/citus/cluster.sh restart).
+// (scripts/citus/cluster.sh restart). A call that failed leaves the turn
+// where it was: the harness's second try restarts (or starts) that node.
 func citusRestarts(dir string) func(ctx context.Context, crash bool) error {
 	nodes := []string{"worker1", "worker2", "coordinator"}
 	var n atomic.Int64
 	return func(ctx context.Context, crash bool) error {
-		node := nodes[(n.Add(1)-1)%int64(len(nodes))]
+		node := nodes[n.Load()%int64(len(nodes))]
 		args := []string{"../../scripts/citus/cluster.sh", "restart", node, "--dir", dir}
 		if crash {
 			args = append(args, "--immediate")
@@ -427,6 +428,7 @@ func citusRestarts(dir string) func(ctx context.Context, crash bool) error {
 		if err != nil {
 			return fmt.Errorf("restart %s: %w: %s", node, err, out)
 		}
+		n.Add(1)
 		return nil
 	}
 }

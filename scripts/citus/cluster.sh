@@ -30,8 +30,9 @@ Commands:
                      else 'go run ./cmd/corotask' of this repository)
   restart NODE       restart one node (coordinator, worker1, ...): a fast
                      shutdown, or with --immediate one without a checkpoint
-                     (recovery at start-up), as a crash; the fault harness on
-                     Citus uses it (-faults.citus-dir)
+                     (recovery at start-up), as a crash; a node found stopped
+                     is started. The fault harness on Citus uses it
+                     (-faults.citus-dir)
 
 Flags:
   --dir DIR          the cluster's directory (default \$COROTASK_CITUS_DIR);
@@ -421,10 +422,16 @@ cmd_restart() {
 		[ "$n" != "$node" ] || break
 	done
 	[ "$n" = "$node" ] || die "no node $node in this cluster (its nodes: ${nodes[*]})"
-	node_running "$node" || die "$node is not running: run '$prog start --dir $dir'"
 	[ -z "$immediate" ] || mode=immediate
-	say "restarting $node ($mode)"
-	run_server "$bindir/pg_ctl" -D "$dir/$node" -m "$mode" -w -t 60 stop >/dev/null
+	# A node found stopped (a restart that failed half-way) is started.
+	if node_running "$node"; then
+		say "restarting $node ($mode)"
+		# On a loaded machine a shutdown has been seen to take a minute.
+		run_server "$bindir/pg_ctl" -D "$dir/$node" -m "$mode" -w -t 90 stop >/dev/null ||
+			die "$node did not stop (see $dir/log/$node.log)"
+	else
+		say "$node is not running: starting it"
+	fi
 	run_server "$bindir/pg_ctl" -D "$dir/$node" -l "$dir/log/$node.log" -w -t 60 start >/dev/null ||
 		die "$node did not start again (see $dir/log/$node.log)"
 }
