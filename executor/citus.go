@@ -178,7 +178,12 @@ func (cl *claimer) claimShards(ctx context.Context, req claimRequest) ([]*claime
 	shards := shardClaim{sender: conn, from: from, minPriority: minPriority}
 	out, next, err := cl.claimOverShards(ctx, shards, cl.withoutControlled(req), at)
 	if err != nil {
-		return nil, time.Time{}, err
+		if len(out) == 0 {
+			return nil, time.Time{}, err
+		}
+		// What was claimed is polled; the other types wait for the next claim.
+		cl.log.Warn("corotask: claim on a distributed database", "error", err)
+		return out, next, nil
 	}
 	if ctl := cl.onlyControlled(req.less(out)); ctl.total > 0 {
 		got, ctlNext, err := cl.claimControlled(ctx, conn, shards, ctl, at)

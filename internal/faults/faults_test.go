@@ -424,7 +424,10 @@ func citusRestarts(dir string) func(ctx context.Context, crash bool) error {
 		if crash {
 			args = append(args, "--immediate")
 		}
-		out, err := exec.CommandContext(ctx, "bash", args...).CombinedOutput()
+		cmd := exec.CommandContext(ctx, "bash", args...)
+		// pg_ctl, which outlives a killed bash, holds the output open.
+		cmd.WaitDelay = 5 * time.Second
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("restart %s: %w: %s", node, err, out)
 		}
