@@ -3,7 +3,6 @@ package executor
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"time"
@@ -194,50 +193,32 @@ type keyCounts struct {
 	// spaces' limits per key.
 	types, spaces []string
 	max           []int32
-	// spaceOf is the space of every type of those spaces.
-	spaceOf map[string]string
-	running map[spaceKey]int32
+	running       map[spaceKey]int32
 }
 
 // spaceKey is a limit key in its key space.
 type spaceKey struct{ space, key string }
 
-// countKeys reads the types of the key spaces of controls, and counts their
-// running tasks per limit key over every shard; nil when no type of
-// controls has a key space.
+// countKeys counts the running tasks per limit key of the key spaces of
+// controls over every shard; nil when no type of controls has a key space.
 func countKeys(ctx context.Context, conn *pgxpool.Conn, controls map[string]*typeControls) (*keyCounts, error) {
-	k := &keyCounts{spaceOf: map[string]string{}, running: map[spaceKey]int32{}}
-	var spaces []string
+	k := &keyCounts{running: map[spaceKey]int32{}}
 	for typ, c := range controls {
-		if c.space == nil {
-			continue
-		}
-		k.types, k.spaces, k.max = append(k.types, typ), append(k.spaces, *c.space), append(k.max, int32(c.keyMax))
-		if !slices.Contains(spaces, *c.space) {
-			spaces = append(spaces, *c.space)
+		if c.space != nil {
+			k.types, k.spaces, k.max = append(k.types, typ), append(k.spaces, *c.space), append(k.max, int32(c.keyMax))
 		}
 	}
 	if len(k.types) == 0 {
 		return nil, nil
 	}
-	rows, err := conn.Query(ctx, query.CitusSpaceTypes, spaces)
+	rows, err := conn.Query(ctx, query.CitusKeysRunning, k.spaces)
 	if err != nil {
 		return nil, err
 	}
-	var typ, space, key string
-	if _, err := pgx.ForEachRow(rows, []any{&typ, &space}, func() error {
-		k.spaceOf[typ] = space
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	rows, err = conn.Query(ctx, query.CitusKeysRunning, slices.Collect(maps.Keys(k.spaceOf)))
-	if err != nil {
-		return nil, err
-	}
+	var sk spaceKey
 	var n int32
-	if _, err := pgx.ForEachRow(rows, []any{&typ, &key, &n}, func() error {
-		k.running[spaceKey{k.spaceOf[typ], key}] += n
+	if _, err := pgx.ForEachRow(rows, []any{&sk.space, &sk.key, &n}, func() error {
+		k.running[sk] = n
 		return nil
 	}); err != nil {
 		return nil, err
@@ -245,20 +226,25 @@ func countKeys(ctx context.Context, conn *pgxpool.Conn, controls map[string]*typ
 	return k, nil
 }
 
-// atLimit names, as query.CitusKeyAtLimit does, every type of the spaces
-// and each of its keys that is at its space's limit; empty for nil.
+// spaceOf is the key space of typ, one of the claim's types; false when it
+// has none.
+func (k *keyCounts) spaceOf(typ string) (string, bool) {
+	if i := slices.Index(k.types, typ); i >= 0 {
+		return k.spaces[i], true
+	}
+	return "", false
+}
+
+// atLimit names, as query.CitusKeyAtLimit does, each of the claim's types
+// with a key space and each key of the space at its limit; empty for nil.
 func (k *keyCounts) atLimit() []string {
 	out := []string{}
 	if k == nil {
 		return out
 	}
-	limit := map[string]int32{}
-	for i, space := range k.spaces {
-		limit[space] = k.max[i]
-	}
-	for typ, space := range k.spaceOf {
+	for i, typ := range k.types {
 		for sk, n := range k.running {
-			if lim, ok := limit[space]; ok && sk.space == space && n >= lim {
+			if sk.space == k.spaces[i] && n >= k.max[i] {
 				out = append(out, query.CitusKeyAtLimit(typ, sk.key))
 			}
 		}
@@ -288,7 +274,7 @@ func (k *keyCounts) add(ctx context.Context, sender batchSender, got []*claimed)
 	}
 	var roots, ids []tasks.ID
 	for _, c := range got {
-		if _, ok := k.spaceOf[string(c.typ)]; ok {
+		if _, ok := k.spaceOf(string(c.typ)); ok {
 			roots, ids = append(roots, c.root), append(ids, c.id)
 		}
 	}
@@ -305,7 +291,8 @@ func (k *keyCounts) add(ctx context.Context, sender batchSender, got []*claimed)
 	}
 	var typ, key string
 	_, err = pgx.ForEachRow(rows, []any{&typ, &key}, func() error {
-		k.running[spaceKey{k.spaceOf[typ], key}]++
+		space, _ := k.spaceOf(typ)
+		k.running[spaceKey{space, key}]++
 		return nil
 	})
 	return err

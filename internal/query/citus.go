@@ -132,7 +132,7 @@ var RetentionShard = `SELECT ` + retentionShardName + `($1, $2, $3)`
 // stands on one server: the claim's plan is made on the worker, by
 // claim_shard's own settings, and the controls lock is not taken there (the
 // types with flow controls are claimed under it, held on the coordinator:
-// see CitusControlsLock).
+// see CitusClaimBegin).
 const CitusSettings = "SELECT set_config('jit', 'off', true)"
 
 // claimShardTables are the tables the statements run on a shard read or

@@ -54,17 +54,16 @@ FROM corotask.type_controls c
 LEFT JOIN corotask.key_limits k ON k.key_space = c.key_space
 WHERE c.task_type = ANY ($1::text[])`
 
-// CitusSpaceTypes reads the types of the key spaces $1, each with its
-// space: a limit per key counts the running tasks of all of them.
-const CitusSpaceTypes = `SELECT task_type, key_space FROM corotask.type_controls WHERE key_space = ANY ($1::text[])`
-
-// CitusKeysRunning counts, over every shard, the running tasks of each of
-// the types $1 per limit key, as the claim counts them (claimKeyRunning):
-// claims that have not expired, or expired within the last second.
-const CitusKeysRunning = `SELECT task_type, limit_key, count(*)::int FROM corotask.tasks
-WHERE task_type = ANY ($1::text[]) AND claim IS NOT NULL AND limit_key IS NOT NULL
-  AND claim_expires_at >= corotask.now() - interval '1 second'
-GROUP BY task_type, limit_key`
+// CitusKeysRunning counts, over every shard, the running tasks of the
+// types of each key space of $1 per limit key, as the claim counts them
+// (claimKeyRunning: claims that have not expired, or expired within the
+// last second, of every type of the space, those the claim does not poll
+// included): key_space, limit_key, count.
+const CitusKeysRunning = `SELECT c.key_space, r.limit_key, count(*)::int
+FROM corotask.tasks r JOIN corotask.type_controls c ON c.task_type = r.task_type
+WHERE c.key_space = ANY ($1::text[]) AND r.claim IS NOT NULL AND r.limit_key IS NOT NULL
+  AND r.claim_expires_at >= corotask.now() - interval '1 second'
+GROUP BY c.key_space, r.limit_key`
 
 // CitusClaimedKeys reads the types and limit keys of the tasks $2 of the
 // trees $1 (all on one shard: those one claim_shard_counted call took) that
