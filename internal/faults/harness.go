@@ -187,14 +187,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	// The limits sampler, from before the first claim until the workers
 	// have stopped.
-	var limits *Limits
-	sampleCtx, stopSampler := context.WithCancel(ctx)
-	sampled := make(chan struct{})
 	if err := SetLimits(ctx, pool, cfg.NodeMaxRunning, cfg.TreeKeyLimit); err != nil {
-		stopSampler()
 		return nil, err
 	}
-	limits = &Limits{NodeMaxRunning: cfg.NodeMaxRunning, TreeKeyLimit: cfg.TreeKeyLimit}
+	sampleCtx, stopSampler := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	limits := &Limits{NodeMaxRunning: cfg.NodeMaxRunning, TreeKeyLimit: cfg.TreeKeyLimit}
 	go func() { defer close(sampled); h.sampleLimits(sampleCtx, limits) }()
 	defer func() { stopSampler(); <-sampled }()
 	began := time.Now()

@@ -21,14 +21,11 @@ var treeTypes = []tasks.Type{TypeNode, TypeDoomed}
 
 // SetLimits sets the workload's flow-control limits in db: at most nodeMax
 // polls of TypeNode run at once, fleet-wide, and at most keyMax tasks of one
-// tree (TypeNode and TypeDoomed) in KeySpaceTree (none when keyMax is 0).
-// The types are accepted before any executor has registered them.
+// tree (TypeNode and TypeDoomed) in KeySpaceTree. The types are accepted
+// before any executor has registered them.
 func SetLimits(ctx context.Context, db tasks.DB, nodeMax, keyMax int) error {
 	if err := tasks.SetMaxRunning(ctx, db, TypeNode, nodeMax, tasks.AllowNewType()); err != nil {
 		return fmt.Errorf("faults: %w", err)
-	}
-	if keyMax == 0 {
-		return nil
 	}
 	if err := tasks.SetKeyLimit(ctx, db, KeySpaceTree, keyMax, treeTypes, tasks.AllowNewType()); err != nil {
 		return fmt.Errorf("faults: %w", err)
@@ -97,7 +94,7 @@ ORDER BY t.task_type, t.limit_key, t.claimed_at`
 
 // Limits is what the sampler saw of the flow-control limits during a run.
 type Limits struct {
-	NodeMaxRunning, TreeKeyLimit int // the limits set (TreeKeyLimit 0: none)
+	NodeMaxRunning, TreeKeyLimit int // the limits set
 
 	Samples      int // readings taken
 	SampleErrors int // readings that failed (the database was restarting...)
@@ -132,7 +129,6 @@ func (l *Limits) Record(s LimitSample) (over bool) {
 		l.NodeAtLimit++
 	}
 	switch {
-	case l.TreeKeyLimit == 0: // none set
 	case s.Key > l.TreeKeyLimit:
 		l.KeyOver++
 		over = true
@@ -153,7 +149,7 @@ func (l *Limits) Violations() []string {
 		v = append(v, fmt.Sprintf("%d running %s polls seen at once, above their maximum %d (%d readings above it)",
 			l.NodeMax, TypeNode, l.NodeMaxRunning, l.NodeOver))
 	}
-	if l.TreeKeyLimit > 0 && l.KeyMax > l.TreeKeyLimit {
+	if l.KeyMax > l.TreeKeyLimit {
 		v = append(v, fmt.Sprintf("%d running tasks of one key of %s seen at once, above its limit %d (%d readings above it)",
 			l.KeyMax, KeySpaceTree, l.TreeKeyLimit, l.KeyOver))
 	}
@@ -178,10 +174,8 @@ func (l *Limits) String() string {
 	fmt.Fprintf(&b, "limits: %d readings (%d failed)\n", l.Samples, l.SampleErrors)
 	fmt.Fprintf(&b, "  %-40s max seen %d, limit %d; readings at the limit %d, above %d; most ready waiting %d\n",
 		"running "+string(TypeNode), l.NodeMax, l.NodeMaxRunning, l.NodeAtLimit, l.NodeOver, l.NodeWaitsMax)
-	if l.TreeKeyLimit > 0 {
-		fmt.Fprintf(&b, "  %-40s max seen %d, limit %d; readings at the limit %d, above %d\n",
-			"running per key of "+KeySpaceTree, l.KeyMax, l.TreeKeyLimit, l.KeyAtLimit, l.KeyOver)
-	}
+	fmt.Fprintf(&b, "  %-40s max seen %d, limit %d; readings at the limit %d, above %d\n",
+		"running per key of "+KeySpaceTree, l.KeyMax, l.TreeKeyLimit, l.KeyAtLimit, l.KeyOver)
 	return b.String()
 }
 
