@@ -1,8 +1,10 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -45,6 +47,84 @@ type distribution struct {
 	claims *pgxpool.Pool
 	// runs counts the Runs under way.
 	runs int
+
+	// nodeKeys holds a key of each node with shards of the tasks (see
+	// query.CitusNodeKeys), checked at every search of expired claims, and
+	// read afresh after a failed call; turn rotates the node a claim
+	// begins with.
+	nodeKeys []tasks.ID
+	turn     int
+	// nodeTop is, per node key, the highest priority of the ready work the
+	// node left at its last claim (-1: none): nodes go in its order.
+	nodeTop map[tasks.ID]int16
+}
+
+// nodes returns a key of each node that holds shards of the tasks, read
+// through sender when refresh asks or none is known. They come in the
+// order of the highest priority of the ready work each left at its last
+// claim (noteTop; a node not yet claimed on first, one that left none
+// last), so that a node's urgent work goes before another's older work
+// from the next claim on; among equals, rotated by one at every call, so
+// that work on one node does not keep a claim from ever reaching the
+// others.
+func (d *distribution) nodes(ctx context.Context, sender batchSender, refresh bool) ([]tasks.ID, error) {
+	d.mu.Lock()
+	keys := d.nodeKeys
+	d.mu.Unlock()
+	if refresh || len(keys) == 0 {
+		b := &pgx.Batch{}
+		b.Queue(query.CitusNodeKeys, keys, query.CitusNodeSamples)
+		br := sender.SendBatch(ctx, b)
+		rows, err := br.Query()
+		if err == nil {
+			keys, err = pgx.CollectRows(rows, pgx.RowTo[tasks.ID])
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the nodes of the tasks' shards: %w", err)
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.nodeKeys = keys
+	d.turn++
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	n := d.turn % len(keys)
+	order := append(slices.Clone(keys[n:]), keys[:n]...)
+	slices.SortStableFunc(order, func(a, b tasks.ID) int { return cmp.Compare(d.top(b), d.top(a)) })
+	return order, nil
+}
+
+// top is what noteTop recorded of key's node, or, for a node not yet
+// claimed on, more than any priority; d.mu is held.
+func (d *distribution) top(key tasks.ID) int16 {
+	if p, ok := d.nodeTop[key]; ok {
+		return p
+	}
+	return math.MaxInt16
+}
+
+// noteTop records the highest priority of the ready work key's node left
+// at its claim (-1: none).
+func (d *distribution) noteTop(key tasks.ID, priority int16) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.nodeTop == nil {
+		d.nodeTop = map[tasks.ID]int16{}
+	}
+	d.nodeTop[key] = priority
+}
+
+// forgetNodes drops the nodes' keys, after a call on one failed (a shard
+// moved, a node removed): the next claim reads them again.
+func (d *distribution) forgetNodes() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.nodeKeys, d.nodeTop = nil, nil
 }
 
 // begin counts a Run in, end out, closing the claims' pool after the last.
@@ -128,21 +208,15 @@ func (d *distribution) known(ctx context.Context, db tasks.DB) (bool, error) {
 	return d.citus.Load(), nil
 }
 
-// shardRoot is a root of a tree with work on a shard, and the shard.
-type shardRoot struct {
-	Shard int64
-	Root  tasks.ID
-}
-
-// claimShards is claim on a distributed database: it reads which shards
-// hold the first ready tasks of req's types (and, when req.stale, their
-// expired claims), then claims on each of those shards in turn, by
-// query.ClaimShard with a root of it, until req is filled. Each shard's
-// claim is a transaction on its worker alone. It runs on one connection of
-// the claims' pool, which holds the controls lock shared meanwhile (see
-// query.CitusClaimBegin), and claims the types with flow controls after
-// the others (claimControlled). The floors of readyFloors are not used:
-// each search reads from a shard's oldest ready task.
+// claimShards is claim on a distributed database: it claims on each worker
+// in turn (query.ClaimNode, with a key of the worker: see
+// distribution.nodes), until req is filled; each worker claims on its
+// shards with work, the first work first. Each call is a transaction on
+// its worker alone. It runs on one connection of the claims' pool, which
+// holds the controls lock shared meanwhile (see query.CitusClaimBegin),
+// and claims the types with flow controls after the others
+// (claimControlled), shard by shard. The floors of readyFloors are not
+// used: each search reads from a shard's oldest ready task.
 func (cl *claimer) claimShards(ctx context.Context, req claimRequest) ([]*claimed, time.Time, error) {
 	at := time.Now()
 	if req.stale && cl.controlled.any() {
@@ -202,7 +276,8 @@ func (cl *claimer) claimShards(ctx context.Context, req claimRequest) ([]*claime
 
 // shardClaim is how claimOverShards claims: through sender (the
 // connection that holds the controls lock), from the floors
-// from, of tasks of priority minPriority and above; with counted set, by
+// from, of tasks of priority minPriority and above; worker by worker
+// (query.ClaimNode), or with counted set, shard by shard by
 // query.ClaimShardCounted, whose claims of those types count toward their
 // maximums, and whose tasks of the key spaces of keys wait while their
 // key is at its limit.
@@ -219,34 +294,52 @@ type batchSender interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// claimOverShards claims req shard by shard (see claimShards). It returns
-// an error with claims only when the keys of sc.keys could not be counted
-// after a shard's claim: the caller polls what it got, and claims no more.
+// claimOverShards claims req node by node or, for sc.counted, shard by
+// shard (see claimShards). It returns an error with claims only when the
+// keys of sc.keys could not be counted after a shard's claim: the caller
+// polls what it got, and claims no more.
 func (cl *claimer) claimOverShards(ctx context.Context, sc shardClaim, req claimRequest, at time.Time) ([]*claimed, time.Time, error) {
 	if req.total == 0 {
 		return nil, time.Time{}, nil
 	}
-	roots, next, err := cl.shardsWithWork(ctx, sc.sender, req, sc.minPriority, sc.keys.atLimit())
+	// The keys to claim with: a key of each worker, or a root of each shard
+	// with work.
+	var (
+		keys []tasks.ID
+		next time.Time
+		err  error
+	)
+	if sc.counted == nil {
+		keys, err = cl.distribution.nodes(ctx, sc.sender, req.stale)
+	} else {
+		keys, next, err = cl.shardsWithWork(ctx, sc.sender, req, sc.minPriority, sc.keys.atLimit())
+	}
 	if err != nil {
 		cl.hooks.claimDone(ctx, at, &req, 0, err)
 		return nil, time.Time{}, fmt.Errorf("claim: %w", dberr.Translate(err))
 	}
-	if len(roots) == 0 {
+	if len(keys) == 0 {
 		cl.hooks.claimDone(ctx, at, &req, 0, nil)
 	}
 	var out []*claimed
-	for _, r := range roots {
+	for _, key := range keys {
 		if req.total == 0 {
 			break
 		}
-		res, err := cl.claimOnShard(ctx, sc, r.Root, req, time.Now())
+		res, err := cl.claimOn(ctx, sc, key, req, time.Now())
 		if err != nil {
+			if sc.counted == nil {
+				cl.distribution.forgetNodes()
+			}
 			if len(out) > 0 {
-				// What the shards before took is claimed: poll it.
-				cl.log.Warn("corotask: claim on a shard", "shard", r.Shard, "error", err)
+				// What the calls before took is claimed: poll it.
+				cl.log.Warn("corotask: claim on a worker or shard", "key", key, "error", err)
 				break
 			}
 			return nil, time.Time{}, err
+		}
+		if sc.counted == nil {
+			cl.distribution.noteTop(key, res.topPriority)
 		}
 		if res.gainedControls {
 			cl.learnControlled(ctx, req.all)
@@ -277,7 +370,7 @@ func (cl *claimer) claimOverShards(ctx context.Context, sc shardClaim, req claim
 // that holds work for req, in the order of the work (priority, then age;
 // expired claims after), passing over the ready tasks of the keys atLimit
 // (query.CitusKeyAtLimit), and the earliest future wake_at of req's types.
-func (cl *claimer) shardsWithWork(ctx context.Context, sender batchSender, req claimRequest, minPriority int16, atLimit []string) ([]shardRoot, time.Time, error) {
+func (cl *claimer) shardsWithWork(ctx context.Context, sender batchSender, req claimRequest, minPriority int16, atLimit []string) ([]tasks.ID, time.Time, error) {
 	b := &pgx.Batch{}
 	b.Queue(query.CitusShardsWithWork, req.all, req.total, req.stale, minPriority, atLimit)
 	b.Queue(query.CitusNextWake, req.all)
@@ -287,16 +380,17 @@ func (cl *claimer) shardsWithWork(ctx context.Context, sender batchSender, req c
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	var roots []shardRoot
+	var roots []tasks.ID
 	seen := map[int64]bool{}
 	for rows.Next() {
-		var r shardRoot
-		if err := rows.Scan(&r.Shard, &r.Root); err != nil {
+		var shard int64
+		var root tasks.ID
+		if err := rows.Scan(&shard, &root); err != nil {
 			return nil, time.Time{}, err
 		}
-		if !seen[r.Shard] {
-			seen[r.Shard] = true
-			roots = append(roots, r)
+		if !seen[shard] {
+			seen[shard] = true
+			roots = append(roots, root)
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -312,19 +406,20 @@ func (cl *claimer) shardsWithWork(ctx context.Context, sender batchSender, req c
 	return roots, *next, nil
 }
 
-// claimOnShard claims what req allows on the shard that holds root, in a
-// transaction on that shard's worker, and reads it as claim reads Claim's
+// claimOn claims what req allows on the shards of the worker that holds
+// key's shard (query.ClaimNode) or, for sc.counted, on that shard alone,
+// in a transaction on that worker, and reads it as claim reads Claim's
 // rows.
-func (cl *claimer) claimOnShard(ctx context.Context, sc shardClaim, root tasks.ID, req claimRequest, at time.Time) (claimResult, error) {
+func (cl *claimer) claimOn(ctx context.Context, sc shardClaim, key tasks.ID, req claimRequest, at time.Time) (claimResult, error) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(query.CitusSettings)
-	args := []any{root, req.open, req.total, req.capped, req.caps,
+	args := []any{key, req.open, req.total, req.capped, req.caps,
 		cl.cfg.HeartbeatTimeout.Seconds(), req.all, cl.id, req.polling, req.window, sc.from, pgtype.Timestamptz{}, req.stale}
 	if sc.counted != nil {
 		b.Queue(query.ClaimShardCounted, append(args, append([]any{sc.counted}, sc.keys.args()...)...)...)
 	} else {
-		b.Queue(query.ClaimShard, args...)
+		b.Queue(query.ClaimNode, append(args, sc.minPriority)...)
 	}
 	b.Queue("COMMIT")
 	// Not canceled with ctx once sent, as claimWith's.

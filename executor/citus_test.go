@@ -415,8 +415,7 @@ func TestCitusRefusesWithoutTheClaimFunction(t *testing.T) {
 	db := testdb.Citus(t)
 	var fn string
 	require.NoError(t, db.QueryRow(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p
-		WHERE p.pronamespace = 'corotask'::regnamespace AND p.proname LIKE 'claim\_shard\_%'
-		  AND p.proname NOT LIKE 'claim\_shard\_counted\_%'`).Scan(&fn))
+		WHERE p.pronamespace = 'corotask'::regnamespace AND p.proname LIKE 'claim\_node\_%'`).Scan(&fn))
 	_, err := db.Exec(ctx, `DROP FUNCTION `+fn)
 	require.NoError(t, err)
 	e := executor.MustNew(db, fastConfig(t))

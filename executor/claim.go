@@ -242,6 +242,10 @@ type claimResult struct {
 	// claimed nothing).
 	controlled     []string
 	gainedControls bool
+	// topPriority is, after a claim on a Citus worker (query.ClaimNode),
+	// the highest priority of the ready work it left on its shards, and -1
+	// when none.
+	topPriority int16
 }
 
 // readClaim reads the results of the claim's pipeline (with, if count, the
@@ -294,6 +298,10 @@ func readClaim(br pgx.BatchResults, at time.Time, count, controlled bool) (res c
 		if typ == nil {
 			if wake != nil {
 				res.next = *wake
+			}
+			res.topPriority = -1
+			if failures != nil { // ClaimNode's last row: see there
+				res.topPriority = int16(*failures)
 			}
 			res.floors, res.staleFloor = floors, sfloor
 			res.gainedControls = woke != nil

@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/corotask/corotask/internal/query"
+	"github.com/corotask/corotask/tasks"
 )
 
 // retentionBatch is how many ended tasks one DELETE removes, keeping each
@@ -74,6 +75,12 @@ func (r retention) deleteExpired(ctx context.Context) (int, error) {
 		}
 	}
 	return total, nil
+}
+
+// shardRoot is a root of a tree on a shard, and the shard.
+type shardRoot struct {
+	Shard int64
+	Root  tasks.ID
 }
 
 // deleteExpiredShards is one pass of deleteExpired on a distributed

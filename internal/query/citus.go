@@ -12,12 +12,14 @@ import (
 // sql.Distribute creates for them. A claim cannot be one statement on the
 // coordinator (Citus runs FOR UPDATE SKIP LOCKED only on one shard, chosen
 // by an equality on the distribution column, and a claim does not know the
-// roots it will take), so the executor claims shard by shard: it reads which
-// shards hold its work (CitusShardsWithWork), then calls
-// corotask.claim_shard with a root of each, which Citus runs whole on the
-// worker that holds that root's shard. There the function runs Claim itself,
-// with the shard's own tables in place of the distributed ones: plain
-// PostgreSQL, locks and all.
+// roots it will take), so the executor claims worker by worker: it calls
+// corotask.claim_node with a key of each worker (ClaimNode, in
+// citus_node.go), which Citus runs whole on that worker, where it runs
+// Claim on each of the worker's shards with work, with the shard's own
+// tables in place of the distributed ones: plain PostgreSQL, locks and
+// all. The types with flow controls are claimed shard by shard: the
+// executor reads which shards hold their work (CitusShardsWithWork), then
+// calls corotask.claim_shard_counted with a root of each.
 
 // CitusInstalled reports whether the database has the citus extension;
 // CitusDistributed, to be asked only then, whether corotask.tasks is
@@ -28,11 +30,11 @@ const (
 )
 
 // ClaimShardExists reports whether this build's claim functions exist
-// (sql.Distribute makes them): an executor claims shard by shard when
-// corotask.tasks is distributed, and refuses to start when it is but the
-// function is missing.
+// (sql.Distribute makes them): an executor claims through them when
+// corotask.tasks is distributed, and refuses to start when it is but one
+// is missing.
 func ClaimShardExists() string {
-	return `SELECT to_regproc('` + claimShardName + `') IS NOT NULL AND to_regproc('` + claimShardCountedName + `') IS NOT NULL`
+	return `SELECT to_regproc('` + claimNodeName + `') IS NOT NULL AND to_regproc('` + claimShardCountedName + `') IS NOT NULL`
 }
 
 // CitusShardsWithWork reads, over every shard, the roots of the first $2
@@ -74,17 +76,13 @@ const CitusNextWake = `SELECT min(wake_at) FROM corotask.tasks
 WHERE claim IS NULL AND done_at IS NULL AND wake_at IS NOT NULL AND wake_at > corotask.now()
   AND task_type = ANY ($1::text[])`
 
-// ClaimShard is Claim on the shard that holds root $1, with Claim's
-// parameters after it ($2 to $13 are Claim's $1 to $12), and Claim's rows.
-var ClaimShard = `SELECT * FROM ` + claimShardName + `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
-
-// claimShardName names the claim function of this build: claim_shard and
-// a digest of Claim, so that in a rolling deploy each build calls the one
-// made from its own claim statement (a migration by an older build makes
-// its own, and leaves the newer one). retentionShardName is the same for
-// retention's.
+// claimShardCountedName names the claim function of this build for the
+// types with flow controls: claim_shard_counted and a digest of
+// ClaimCounted, so that in a rolling deploy each build calls the one made
+// from its own claim statement (a migration by an older build makes its
+// own, and leaves the newer one). The others are the same for retention's
+// and renewal's (claimNodeName for the claim of the other types).
 var (
-	claimShardName        = "corotask.claim_shard_" + digest(Claim)
 	claimShardCountedName = "corotask.claim_shard_counted_" + digest(ClaimCounted)
 	retentionShardName    = "corotask.retention_shard_" + digest(RetentionDelete)
 	renewShardName        = "corotask.renew_shard_" + digest(HeartbeatRenew)
@@ -187,6 +185,12 @@ SELECT create_distributed_function(
 `
 }
 
+// onShardClaim is onShard of a claim statement, whose inbox window reads
+// the shard's messages.
+func onShardClaim(claim string) string {
+	return strings.ReplaceAll(onShard(claim), "corotask.inbox_window(", "corotask.inbox_window_in(%2$L::regclass, ")
+}
+
 // onShard is statement as a format string over shardTables: its own %
 // doubled, then the tables named by their position.
 func onShard(statement string) string {
@@ -200,24 +204,20 @@ func onShard(statement string) string {
 // ClaimShardFunctions is the SQL that sql.Distribute (and sql.Migrate, on
 // a distributed database) runs to make the claim's functions:
 // corotask.inbox_window_in (inbox_window, on a table it is given),
-// corotask.retention_shard_<digest> (RetentionDelete on a shard's tables,
-// as claim_shard below), corotask.renew_shard_<digest> (HeartbeatRenew,
-// likewise) and corotask.claim_shard_<digest> (see
-// claimShardName), whose
-// statement is Claim with the names of the tables of the shard that holds
-// p_key's root, run with EXECUTE. It also lets commit_polls and deliver_all
-// be planned for their parameters: Citus cannot plan their statements on a
-// generic plan.
+// corotask.retention_shard_<digest> (RetentionDelete on the tables of the
+// shard that holds p_key's root, run with EXECUTE),
+// corotask.renew_shard_<digest> (HeartbeatRenew, likewise),
+// corotask.claim_shard_counted_<digest> (ClaimCounted, likewise) and
+// corotask.claim_node_<digest> (Claim on every shard of a worker: see
+// ClaimNode). It also lets commit_polls and deliver_all be planned for
+// their parameters: Citus cannot plan their statements on a generic plan.
 //
 // Claim claims nothing when a type polled has flow controls, and says so
 // in its last row: the executor on Citus claims those types with
-// corotask.claim_shard_counted_<digest>, ClaimCounted likewise, within the
-// caps it counted under the controls lock (see CitusClaimBegin).
+// claim_shard_counted, within the caps it counted under the controls lock
+// (see CitusClaimBegin).
 func ClaimShardFunctions() string {
-	onShardClaim := func(claim string) string {
-		return strings.ReplaceAll(onShard(claim), "corotask.inbox_window(", "corotask.inbox_window_in(%2$L::regclass, ")
-	}
-	claim, counted := onShardClaim(Claim), onShardClaim(ClaimCounted)
+	counted := onShardClaim(ClaimCounted)
 	retention, renew := onShard(RetentionDelete), onShard(HeartbeatRenew)
 	return `
 CREATE OR REPLACE FUNCTION corotask.inbox_window_in(p_messages regclass, p_task uuid, p_after bigint, p_upto bigint,
@@ -233,8 +233,8 @@ BEGIN
 END
 $f$;
 
-` + claimShardFunction(claimShardName, claim) +
-		claimShardFunction(claimShardCountedName, counted, "text[]", "text[]", "text[]", "integer[]", "text[]", "text[]", "integer[]") + `
+` + claimShardFunction(claimShardCountedName, counted, "text[]", "text[]", "text[]", "integer[]", "text[]", "text[]", "integer[]") +
+		claimNodeFunction(claimNodeName, claimNodePrefix) + `
 CREATE OR REPLACE FUNCTION ` + retentionShardName + `(p_key uuid, p1 double precision, p2 integer)
 RETURNS bigint
 LANGUAGE plpgsql SET search_path = '' AS $f$
