@@ -60,7 +60,7 @@ type Config struct {
 	// PoisonRate and TrapRate are each external message's chances to be a
 	// poison message (a body that does not decode as Msg), and to carry the
 	// marker on which Msg's decoder panics, half the times it is decoded
-	// [0.1, 0.05].
+	// (at most twice in a worker process) [0.1, 0.05].
 	PoisonRate, TrapRate float64
 	DrainTimeout         time.Duration // how long the end may take once faults stop [3m]
 	// NodeMaxRunning is the fleet-wide maximum of running TypeNode polls

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -65,17 +66,31 @@ const trapDecodePanic = "decode-panic"
 // has none, and never panics.
 var trapWorker atomic.Pointer[Worker]
 
-// UnmarshalJSON decodes a Msg, and panics on a trapped one half the time:
-// the executor must turn that into a failed poll, and the message must be
-// seen by a later poll all the same.
+// trapPanics counts, per trapped message, the panics its decoding made in
+// this process.
+var trapPanics sync.Map // message ID -> *atomic.Int32
+
+// trapPanicsMax is the most panics a trapped message makes in one process.
+// Each trapped message in a poll's window panics half the time, so that a
+// window of k of them decodes whole once in 2^k polls: a task whose inbox
+// gathered a dozen while it could not run (a shard moved with its writes
+// blocked, say) would fail for hours, each failure drawing again.
+const trapPanicsMax = 2
+
+// UnmarshalJSON decodes a Msg, and panics on a trapped one half the time,
+// up to trapPanicsMax times in a process: the executor must turn that into
+// a failed poll, and the message must be seen by a later poll all the same.
 func (m *Msg) UnmarshalJSON(b []byte) error {
 	type plain Msg
 	if err := json.Unmarshal(b, (*plain)(m)); err != nil {
 		return err
 	}
 	if w := trapWorker.Load(); w != nil && m.Trap == trapDecodePanic && w.float() < 0.5 {
-		w.attempt("PD", "", tasks.ID{})
-		panic("injected panic in Msg.UnmarshalJSON, message " + m.ID)
+		n, _ := trapPanics.LoadOrStore(m.ID, new(atomic.Int32))
+		if n.(*atomic.Int32).Add(1) <= trapPanicsMax {
+			w.attempt("PD", "", tasks.ID{})
+			panic("injected panic in Msg.UnmarshalJSON, message " + m.ID)
+		}
 	}
 	return nil
 }
