@@ -294,8 +294,8 @@ type batchSender interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// claimOverShards claims req node by node or, for sc.counted, shard by
-// shard (see claimShards). It returns an error with claims only when the
+// claimOverShards claims req worker by worker or, for sc.counted, shard
+// by shard (see claimShards). It returns an error with claims only when the
 // keys of sc.keys could not be counted after a shard's claim: the caller
 // polls what it got, and claims no more.
 func (cl *claimer) claimOverShards(ctx context.Context, sc shardClaim, req claimRequest, at time.Time) ([]*claimed, time.Time, error) {

@@ -1,18 +1,18 @@
 package query
 
-// A claim per worker. A claim through claim_shard makes one call per shard
-// with work (up to the table's shard count, 32 by default), after a read
-// over every shard to find them; each call crosses from the coordinator to
-// a worker. claim_node makes one call per worker instead: Citus delegates
-// it, by its key, to the worker that holds the key's shard, and there it
-// looks at each shard of the tasks that the worker holds (an index probe or
-// two each), then runs Claim on those with work, in the order of their work
-// (expired claims first, then the highest priority, then the oldest), until
-// the claim is filled. The executor keeps a key of each worker
-// (CitusNodeKeys), checked at every search of expired claims, and calls
-// them in turn; the claims of types with flow
-// controls still go shard by shard (ClaimShardCounted), since they count
-// the keys each shard's claim took before the next.
+// A claim per worker. Claiming shard by shard (as the claims of types with
+// flow controls still do) makes one call per shard with work, up to the
+// table's shard count (32 by default), after a read over every shard to
+// find them; each call crosses from the coordinator to a worker. claim_node
+// makes one call per worker instead: Citus delegates it, by its key, to the
+// worker that holds the key's shard, and there it looks at each shard of
+// the tasks that the worker holds (an index probe or two per type), then
+// runs Claim on those with work, in the order of their work (expired claims
+// first, then the highest priority, then the oldest), until the claim is
+// filled. The executor keeps a key of each worker (CitusNodeKeys), checked
+// at every search of expired claims, and calls them in turn. The claims of
+// types with flow controls go shard by shard (ClaimShardCounted): they
+// count the keys each shard's claim took before the next.
 
 // CitusNodeKeys returns a key of each node that holds shards of the tasks:
 // of the keys $1 (those the executor knows), one whose shard is on it;
@@ -57,14 +57,16 @@ const CitusNodeSamples = 256
 // the workers at its next claim.
 var ClaimNode = `SELECT * FROM ` + claimNodeName + `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 
-// claimNodeName names this build's claim_node: a digest of its function,
-// which holds Claim.
-var claimNodeName = "corotask.claim_node_" + digest(claimNodeFunction("NAME", "STMT"))
-
-// claimNodePrefix begins the names of the statements claim_node prepares
-// on its worker's sessions, one per shard: a digest of claimNodeFunction,
-// so that the functions of two builds never run each other's.
-var claimNodePrefix = "corotask_" + digest(claimNodeFunction("NAME", "STMT")) + "_"
+// claimNodeDigest is the digest of claimNodeFunction's text, which holds
+// Claim. claimNodeName, this build's claim_node, carries it, as do the
+// names of the statements it prepares in its worker's sessions, one per
+// shard (claimNodePrefix), so that the functions of two builds never call,
+// nor run, each other's.
+var (
+	claimNodeDigest = digest(claimNodeFunction("NAME", "STMT"))
+	claimNodeName   = "corotask.claim_node_" + claimNodeDigest
+	claimNodePrefix = "corotask_" + claimNodeDigest + "_"
+)
 
 // claimNodePeek is what claim_node reads of a shard (%1$s) before it
 // claims: what comes first there ($1 the types, $2 the lowest priority,
