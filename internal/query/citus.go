@@ -151,8 +151,25 @@ const shardTables = `
         pg_catalog.shard_name('corotask.tasks', pg_catalog.get_shard_id_for_distribution_column('corotask.tasks', p_key)),
         pg_catalog.shard_name('corotask.messages', pg_catalog.get_shard_id_for_distribution_column('corotask.messages', p_key)),
         pg_catalog.shard_name('corotask.history', pg_catalog.get_shard_id_for_distribution_column('corotask.history', p_key)),
-        pg_catalog.shard_name('corotask.type_controls',
+        ` + typeControlsShard
+
+// typeControlsShard is the name of the worker's copy of the reference table
+// type_controls (its one shard).
+const typeControlsShard = `pg_catalog.shard_name('corotask.type_controls',
             (SELECT s.shardid FROM pg_catalog.pg_dist_shard s WHERE s.logicalrelid = 'corotask.type_controls'::regclass))`
+
+// claimFunctionParams, claimFunctionTypes and claimFunctionReturns are the
+// parameters after p_key (Claim's $1 to $12), their types for
+// create_distributed_function, and the rows (Claim's) of the functions that
+// run a claim on a worker: claim_shard_counted and claim_node.
+const (
+	claimFunctionParams = `p1 text[], p2 integer, p3 text[], p4 integer[], p5 double precision, p6 text[], p7 uuid, p8 uuid[], p9 integer[],
+    p10 timestamptz[], p11 timestamptz, p12 boolean`
+	claimFunctionTypes   = `text[], integer, text[], integer[], double precision, text[], uuid, uuid[], integer[], timestamptz[], timestamptz, boolean`
+	claimFunctionReturns = `RETURNS TABLE (task_id uuid, task_type text, parent_id uuid, root_id uuid, inner_state jsonb, envelopes jsonb[], seqs bigint[],
+    more boolean, claim uuid, failures integer, attempts integer, taken_over boolean, at timestamptz, trace jsonb,
+    floors timestamptz[], stale_floor timestamptz, task_key text, woke smallint)`
+)
 
 // claimShardFunction makes the function name, which runs the claim
 // statement (a format string over shardTables, $1 to $12 Claim's
@@ -167,11 +184,8 @@ func claimShardFunction(name, statement string, extra ...string) string {
 	}
 	return `
 CREATE OR REPLACE FUNCTION ` + name + `(p_key uuid,
-    p1 text[], p2 integer, p3 text[], p4 integer[], p5 double precision, p6 text[], p7 uuid, p8 uuid[], p9 integer[],
-    p10 timestamptz[], p11 timestamptz, p12 boolean` + params + `)
-RETURNS TABLE (task_id uuid, task_type text, parent_id uuid, root_id uuid, inner_state jsonb, envelopes jsonb[], seqs bigint[],
-    more boolean, claim uuid, failures integer, attempts integer, taken_over boolean, at timestamptz, trace jsonb,
-    floors timestamptz[], stale_floor timestamptz, task_key text, woke smallint)
+    ` + claimFunctionParams + params + `)
+` + claimFunctionReturns + `
 LANGUAGE plpgsql SET search_path = '' SET enable_seqscan = off SET jit = off AS $f$
 BEGIN
     RETURN QUERY EXECUTE format($claim$` + statement + `$claim$, ` + shardTables + `)
@@ -180,7 +194,7 @@ END
 $f$;
 
 SELECT create_distributed_function(
-    '` + name + `(uuid, text[], integer, text[], integer[], double precision, text[], uuid, uuid[], integer[], timestamptz[], timestamptz, boolean` + types + `)',
+    '` + name + `(uuid, ` + claimFunctionTypes + types + `)',
     'p_key', colocate_with => 'corotask.tasks', force_delegation => true);
 `
 }

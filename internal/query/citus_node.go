@@ -116,15 +116,11 @@ func claimNodeFunction(name, prefix string) string {
 	claim := onShardClaim(Claim)
 	return `
 CREATE OR REPLACE FUNCTION ` + name + `(p_key uuid,
-    p1 text[], p2 integer, p3 text[], p4 integer[], p5 double precision, p6 text[], p7 uuid, p8 uuid[], p9 integer[],
-    p10 timestamptz[], p11 timestamptz, p12 boolean, p13 smallint)
-RETURNS TABLE (task_id uuid, task_type text, parent_id uuid, root_id uuid, inner_state jsonb, envelopes jsonb[], seqs bigint[],
-    more boolean, claim uuid, failures integer, attempts integer, taken_over boolean, at timestamptz, trace jsonb,
-    floors timestamptz[], stale_floor timestamptz, task_key text, woke smallint)
+    ` + claimFunctionParams + `, p13 smallint)
+` + claimFunctionReturns + `
 LANGUAGE plpgsql SET search_path = '' SET enable_seqscan = off SET jit = off SET plan_cache_mode = force_generic_plan AS $f$
 DECLARE
-    ctl text := pg_catalog.shard_name('corotask.type_controls',
-        (SELECT s.shardid FROM pg_catalog.pg_dist_shard s WHERE s.logicalrelid = 'corotask.type_controls'::regclass));
+    ctl text := ` + typeControlsShard + `;
     prepared text[] := ARRAY(SELECT ps.name FROM pg_catalog.pg_prepared_statements ps WHERE ps.name LIKE '` + prefix + `%');
     sh record;
     -- The worker's shards with work, and what comes first on each.
@@ -226,7 +222,7 @@ END
 $f$;
 
 SELECT create_distributed_function(
-    '` + name + `(uuid, text[], integer, text[], integer[], double precision, text[], uuid, uuid[], integer[], timestamptz[], timestamptz, boolean, smallint)',
+    '` + name + `(uuid, ` + claimFunctionTypes + `, smallint)',
     'p_key', colocate_with => 'corotask.tasks', force_delegation => true);
 `
 }
