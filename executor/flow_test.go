@@ -528,6 +528,45 @@ func TestExpiredLimitedClaimIsNotRenewed(t *testing.T) {
 	}
 }
 
+// An expired claim that counts toward no limit (its type has no controls,
+// and its counted is NULL) is renewed by its executor's next renewal, when
+// nobody took it over meanwhile: the poll goes on and commits.
+func TestExpiredUnlimitedClaimIsRenewed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	id, err := tasks.Create(ctx, db, tasks.Spec{Type: "free"})
+	require.NoError(t, err)
+	cfg := fastConfig(t)
+	cfg.HeartbeatInterval = 20 * time.Millisecond
+	e := executor.MustNew(db, cfg)
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	executor.Register(e, "free", executor.PollerFunc[int, int](func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
+		close(entered)
+		select {
+		case <-release:
+			return executor.Done(), nil
+		case <-ctx.Done():
+			return executor.Action{}, context.Cause(ctx)
+		}
+	}))
+	start(t, e)
+	<-entered
+	var counted *bool
+	require.NoError(t, db.QueryRow(ctx, `SELECT counted FROM corotask.tasks WHERE task_id = $1`, id).Scan(&counted))
+	require.Nil(t, counted, "a claim of a type without controls leaves counted NULL")
+	// The executor stalls past its claim's expiry (nobody takes it over).
+	setControls(t, db, `UPDATE corotask.tasks SET claim_expires_at = now() - interval '1 second' WHERE task_id = '`+id.UUID()+`'`)
+	waitFor(t, "the expired claim renewed", func() bool {
+		var renewed bool
+		require.NoError(t, db.QueryRow(ctx, `SELECT claim_expires_at > now() FROM corotask.tasks WHERE task_id = $1`, id).Scan(&renewed))
+		return renewed
+	})
+	close(release)
+	waitStatus(t, db, id, tasks.StatusDone)
+}
+
 // A type its controls hold back does not hold back the executor's other
 // types, however many of its tasks wait ahead of theirs.
 func TestHeldTypeDoesNotStarveTheOthers(t *testing.T) {

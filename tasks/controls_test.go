@@ -191,6 +191,26 @@ func TestMaxRunning(t *testing.T) {
 	require.Equal(t, []string{"jbo 2", "jbo cleared", "job 2", "job cleared"}, details)
 }
 
+// The polls of a type already running when it gets a maximum count toward
+// it from then on: those whose claim left counted NULL (a type without
+// controls) and those an earlier build marked false alike.
+func TestMaxRunningCountsThePollsRunningBefore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := corotasktest.NewDB(t)
+	ids := createTasks(t, db, "job", "", 3)
+	for i, counted := range []any{nil, false} {
+		_, err := db.Exec(ctx, `UPDATE corotask.tasks SET claim = gen_random_uuid(), claimed_by = gen_random_uuid(),
+			claimed_at = now(), heartbeat = now(), claim_expires_at = corotask.now() + interval '1 minute', counted = $2
+			WHERE task_id = $1`, ids[i], counted)
+		require.NoError(t, err)
+	}
+	require.NoError(t, tasks.SetMaxRunning(ctx, db, "job", 2))
+	c := controlsOf(t, db, "job")
+	require.Equal(t, 2, c.Running, "both running polls count")
+	require.Equal(t, 1, c.Waiting, "at its maximum, the ready task waits")
+}
+
 func TestKeyLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -64,7 +64,7 @@ WITH running AS MATERIALIZED (
     GROUP BY limit_key ORDER BY n DESC, limit_key LIMIT 1
 )
 SELECT (SELECT count(*) FROM running WHERE task_type = $1)::int,
-       (SELECT count(*) FROM running WHERE task_type = $1 AND NOT counted)::int,
+       (SELECT count(*) FROM running WHERE task_type = $1 AND counted IS NOT TRUE)::int,
        coalesce((SELECT n FROM keys), 0)::int,
        coalesce((SELECT limit_key FROM keys), ''),
        (SELECT count(*) FROM corotask.tasks

@@ -106,7 +106,7 @@ WITH ` + claimSearch + `
 ), ` + claimCandidates + `
 ), ` + claimPickedCounted + `
 ), ` + claimUpdate + `
-        counted = t.task_type = ANY ($13::text[]),` + claimUpdateTail + `
+        counted = CASE WHEN t.task_type = ANY ($13::text[]) THEN true END,` + claimUpdateTail + `
     WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
     ` + claimReturning + `
 ), ` + claimTail + claimNextWake + `, NULL, ` + claimFloorsTail + `, NULL`

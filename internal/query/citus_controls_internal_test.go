@@ -18,7 +18,7 @@ func TestClaimCountedIsClaimWithItsControls(t *testing.T) {
 		{claimQuotaPlain, claimQuotaCounted},
 		{claimReadyPlain, claimReadyFirst + claimKeyFilterCounted + claimReadyThen + claimKeyFilterCounted + claimReadyEnd},
 		{claimPickedPlain, claimPickedCounted},
-		{claimUpdate + claimUpdateTail, claimUpdate + "\n        counted = t.task_type = ANY ($13::text[])," + claimUpdateTail},
+		{claimUpdate + claimUpdateTail, claimUpdate + "\n        counted = CASE WHEN t.task_type = ANY ($13::text[]) THEN true END," + claimUpdateTail},
 	} {
 		require.Equal(t, 1, strings.Count(Claim, part.claim), "Claim holds %q once", part.claim)
 		require.Equal(t, 1, strings.Count(counted, part.counted), "ClaimCounted holds %q once", part.counted)

@@ -250,8 +250,9 @@ WITH ` + claimControls + `
 ), ` + claimCandidates + `
 ), ` + claimPickedControlled + `
 ), ` + claimUpdate + `
-        -- The claim counts toward its type's max_running, if it has one.
-        counted = t.task_type = ANY (ARRAY(SELECT typ FROM ctl WHERE counts)),` + claimUpdateTail + `
+        -- The claim counts toward its type's max_running, if it has one
+        -- (NULL otherwise: see migration 17).
+        counted = CASE WHEN t.task_type = ANY (ARRAY(SELECT typ FROM ctl WHERE counts)) THEN true END,` + claimUpdateTail + `
     WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
     ` + claimReturning + `
 ), ` + claimTook + `

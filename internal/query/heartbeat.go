@@ -37,5 +37,5 @@ const (
 // heartbeatRenewable is what a claim t must be to be renewed (and held):
 // not expired, or expired but counting toward no flow-control limit (see
 // HeartbeatRenew).
-const heartbeatRenewable = `t.claim_expires_at >= now() OR NOT t.counted AND (t.limit_key IS NULL OR NOT EXISTS (
+const heartbeatRenewable = `t.claim_expires_at >= now() OR t.counted IS NOT TRUE AND (t.limit_key IS NULL OR NOT EXISTS (
 			SELECT 1 FROM corotask.type_controls c WHERE c.task_type = t.task_type AND c.key_space IS NOT NULL))`

@@ -212,7 +212,7 @@ BEGIN
     -- The polls running already count from now on (they were claimed
     -- without counting, if the type had no maximum).
     UPDATE corotask.tasks SET counted = true
-    WHERE task_type = p_type AND claim IS NOT NULL AND NOT counted;
+    WHERE task_type = p_type AND claim IS NOT NULL AND counted IS NOT TRUE;
     PERFORM corotask.announce(ARRAY[p_type]);
     PERFORM corotask.control_record('max_running', p_type, p_max::text);
 END
