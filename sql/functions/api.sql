@@ -419,7 +419,9 @@ BEGIN
     SELECT array_agg(d.task_id), array_agg(d.task_type) FILTER (WHERE d.ready)
     INTO ids, ready
     FROM delivered d;
-    PERFORM corotask.announce(ready);
+    IF cardinality(ready) > 0 THEN
+        PERFORM corotask.announce(ready);
+    END IF;
     RETURN QUERY SELECT unnest(ids);
 END
 $$;

@@ -295,7 +295,9 @@ BEGIN
     INTO ids, dropped, spawners, effects, spawner_roots, ended_spawner, parents, completions, ready
     FROM committed c;
     RETURN QUERY SELECT u.id, u.d FROM unnest(ids, dropped) AS u(id, d);
-    PERFORM corotask.announce(ready);
+    IF cardinality(ready) > 0 THEN
+        PERFORM corotask.announce(ready);
+    END IF;
     -- Effects are applied per batch, not per poll: every child in one
     -- INSERT, then the messages in batch order (after the children, so that
     -- a poll may message the child it spawned), then the completions to
@@ -373,7 +375,9 @@ BEGIN
         )
         -- The children created ready (all but those created claimed).
         SELECT array_agg(c.task_type) FILTER (WHERE c.ready) INTO ready FROM children c;
-        PERFORM corotask.announce(ready);
+        IF cardinality(ready) > 0 THEN
+            PERFORM corotask.announce(ready);
+        END IF;
         -- A key that a task ended within its type's key window keeps
         -- (checked after the insert: see key_window_holder).
         IF EXISTS (SELECT 1 FROM unnest(effects) AS f(eff) WHERE f.eff @? '$.spawn[*].key') THEN
@@ -441,7 +445,9 @@ BEGIN
     SELECT count(*)::integer, array_agg(r.task_type) FILTER (WHERE r.ready)
     INTO n, ready_types
     FROM released r;
-    PERFORM corotask.announce(ready_types);
+    IF cardinality(ready_types) > 0 THEN
+        PERFORM corotask.announce(ready_types);
+    END IF;
     RETURN n;
 END
 $$;

@@ -26,7 +26,10 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 
 -- announce tells the executors listening that tasks of the types p_types
--- (NULLs and repeats ignored) are ready.
+-- (NULLs and repeats ignored) are ready. A call costs about 20 µs even with
+-- nothing to announce (its SET clause saves and restores the settings):
+-- the functions that run for every poll (commit_polls, deliver_all,
+-- release_claims) call it only when they have a type to announce.
 CREATE OR REPLACE FUNCTION corotask.announce(p_types text[]) RETURNS void
 LANGUAGE plpgsql SET search_path = '' AS $$
 BEGIN
