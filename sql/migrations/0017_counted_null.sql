@@ -10,7 +10,8 @@
 -- (tasks_running_counted_idx names it), so each claim and each commit of
 -- every task walked the old and the new row to it, for types without flow
 -- control too; a NULL is found from the row's null bitmap, without the
--- walk. Measured with `corotask bench oneshot` (docs/benchmarks.md).
+-- walk (see docs/benchmarks.md: the gain is within the noise of
+-- `corotask bench oneshot` on its machine).
 --
 -- Builds of migrations 14 to 16 run on this schema: they count the claims
 -- whose counted is true, as this build does, and write false for a claim
