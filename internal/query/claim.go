@@ -220,6 +220,81 @@ WITH ` + claimSearch + `
 ), ` + claimTail + claimNextWake + `, NULL, ` + claimFloorsTail + `,
     (SELECT 1::smallint FROM gained WHERE yes)`
 
+// ClaimFor is the statement of a claim of an executor none of whose types
+// has flow controls, with Claim's parameters and rows: Claim itself, or a
+// smaller form of it for a claim that uses less. With oneOpen ($1 holds one
+// type), open_quota gives that type all of $2 (the search that shares $2
+// among several types is left out). Without stale ($12 false), there is no
+// search of expired claims and no record of takeovers, and the last row's
+// stale floor is NULL, so that the executor keeps the one its last search
+// returned (Claim, with $12 false, returns the floor margin before its
+// now()). Without floors ($10 NULL), the last row's next floors are NULL
+// without a read, as Claim's are then. PostgreSQL sets up every part of a
+// statement at each execution, whether the part reads anything or not: the
+// smallest form costs about a third less than Claim for a claim of one
+// task (see docs/benchmarks.md).
+func ClaimFor(oneOpen, stale, floors bool) string {
+	return claimForms[boolIndex(oneOpen)][boolIndex(stale)][boolIndex(floors)]
+}
+
+// claimForms holds ClaimFor's statements, by [oneOpen][stale][floors].
+var claimForms = func() (forms [2][2][2]string) {
+	for one, openQuota := range []string{claimOpenQuota, claimOpenQuotaOne} {
+		for stale := range 2 {
+			for floors, nextFloors := range []string{"NULL::timestamptz[]", claimNextFloors} {
+				if stale == 1 {
+					forms[one][stale][floors] = claimPlain(openQuota, claimStale+claimStaleTail, ", "+claimTakenOver+claimRows, nextFloors, claimNextStaleFloor)
+				} else {
+					forms[one][stale][floors] = claimPlain(openQuota, claimStaleNone, claimRows, nextFloors, "NULL::timestamptz")
+				}
+			}
+		}
+	}
+	return forms
+}()
+
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// claimPlain composes Claim (claimPlain(claimOpenQuota, claimStale +
+// claimStaleTail, ", " + claimTakenOver + claimRows, claimNextFloors,
+// claimNextStaleFloor) is Claim) and its smaller forms: openQuota is the
+// share of each uncapped type, stale the search of expired claims, rows
+// what follows the claim's UPDATE up to the last row's next wake_at,
+// nextFloors and staleFloor the last row's next floors and stale floor.
+func claimPlain(openQuota, stale, rows, nextFloors, staleFloor string) string {
+	return `
+WITH ` + claimFloors + `
+), ` + openQuota + `
+), ` + claimQuotaPlain + `
+), ` + claimReadyPlain + `
+), ` + stale + `
+), ` + claimCandidates + `
+), ` + claimPickedPlain + `
+), ` + claimUpdate + claimUpdateTail + `
+    WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
+    ` + claimReturning + `
+)` + rows + claimNextWake + `, NULL, ` + nextFloors + `, ` + staleFloor + `, NULL,
+    (SELECT 1::smallint FROM gained WHERE yes)`
+}
+
+// claimOpenQuotaOne is claimOpenQuota for one uncapped type: all of $2.
+const claimOpenQuotaOne = `open_quota AS (
+    SELECT ($1::text[])[1] AS typ, $2::int AS n`
+
+// claimStaleNone is claimStale for a claim that does not search expired
+// claims ($12 false): no rows, of the same columns. It names the search's
+// parameters, which the statement uses nowhere else, for their types.
+const claimStaleNone = `stale AS (
+    SELECT NULL::uuid AS task_id, NULL::uuid AS root_id, NULL::text AS task_type, NULL::integer AS attempts,
+           NULL::uuid AS claimed_by, NULL::timestamptz AS claimed_at, NULL::smallint AS priority,
+           NULL::timestamptz AS claim_expires_at, NULL::text AS limit_key
+    WHERE false AND $8::uuid[] IS NULL AND $11::timestamptz IS NULL AND $12::boolean`
+
 // ClaimControlled is Claim for an executor some of whose types have flow
 // controls (corotask.type_controls: see docs/flow-control.md), with the
 // same parameters and rows. ClaimControls, earlier in the transaction, has
@@ -260,9 +335,17 @@ WITH ` + claimControls + `
 
 // claimSearch begins the claim statements: the floors of the
 // searches, and the share of each uncapped type (open_quota).
-const claimSearch = `floors AS (
-    SELECT f.typ, coalesce(f.at, '-infinity') AS at FROM unnest($6::text[], $10::timestamptz[]) AS f(typ, at)
-), open_quota AS (
+const claimSearch = claimFloors + `
+), ` + claimOpenQuota
+
+// claimFloors is the floor of each type's search ($10).
+const claimFloors = `floors AS (
+    SELECT f.typ, coalesce(f.at, '-infinity') AS at FROM unnest($6::text[], $10::timestamptz[]) AS f(typ, at)`
+
+// claimOpenQuota is the share of each uncapped type: all of $2 for one
+// type, and for several their share of the $2 first ready tasks of them
+// all, read without locks.
+const claimOpenQuota = `open_quota AS (
     SELECT ($1::text[])[1] AS typ, $2::int AS n WHERE cardinality($1::text[]) = 1
     UNION ALL
     SELECT c.typ, count(*)::int FROM (
@@ -512,13 +595,20 @@ const claimTook = `took AS (
 
 // claimTail records the takeovers and returns the rows, up to the
 // next wake_at of the last row.
-const claimTail = `taken_over AS (
+const claimTail = claimTakenOver + claimRows
+
+// claimTakenOver records the takeovers.
+const claimTakenOver = `taken_over AS (
     -- The attempt whose expired claim the statement took over.
     INSERT INTO corotask.history (task_id, root_id, attempt, outcome, executor_id, claimed_at, error)
     SELECT s.task_id, s.root_id, s.attempts, 'taken_over', s.claimed_by, s.claimed_at, '` + ClaimTakeoverError + `'
     FROM stale s WHERE s.task_id IN (SELECT task_id FROM claimed)
     ON CONFLICT DO NOTHING
-)
+)`
+
+// claimRows returns the claimed rows, up to the next wake_at of the last
+// row.
+const claimRows = `
 SELECT c.task_id, c.task_type, c.parent_id, c.root_id, c.inner_state,
        CASE WHEN w.short THEN f.envelopes ELSE w.envelopes END,
        CASE WHEN w.short THEN f.seqs ELSE w.seqs END,
@@ -586,7 +676,10 @@ const claimNextToken = `
 
 // claimFloorsTail ends the last row but for its last column: the next
 // floors.
-const claimFloorsTail = `(
+const claimFloorsTail = claimNextFloors + `, ` + claimNextStaleFloor + `, NULL`
+
+// claimNextFloors is the next floor of each type's search.
+const claimNextFloors = `(
     -- Each type's next floor: its oldest ready task in the statement's
     -- snapshot (locked or not; those this statement claims included), but
     -- no later than floorMargin before corotask.now().
@@ -599,7 +692,10 @@ const claimFloorsTail = `(
         ORDER BY wake_at
         LIMIT 1
     ) r ON true
-    WHERE $10::timestamptz[] IS NOT NULL), (
+    WHERE $10::timestamptz[] IS NOT NULL)`
+
+// claimNextStaleFloor is the next floor of the search for expired claims.
+const claimNextStaleFloor = `(
     SELECT least(min(s.claim_expires_at), corotask.now() - interval '1 second') FROM (
         SELECT claim_expires_at FROM corotask.tasks
         WHERE claim IS NOT NULL AND claim_expires_at < corotask.now() AND claim_expires_at >= $11::timestamptz
@@ -607,7 +703,7 @@ const claimFloorsTail = `(
         ORDER BY claim_expires_at
         LIMIT 1
     ) s
-    WHERE $12::boolean AND $11::timestamptz IS NOT NULL), NULL`
+    WHERE $12::boolean AND $11::timestamptz IS NOT NULL)`
 
 // ClaimFail ends a task taken over from an expired claim as failed, without
 // polling it, and tells its parent: its type's MaxFailures is reached.

@@ -1,0 +1,98 @@
+package query_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corotask/corotask/internal/query"
+	"github.com/corotask/corotask/internal/testdb"
+)
+
+// Each smaller form of ClaimFor claims what Claim claims with the same
+// arguments, and its last row carries the same next wake_at and floors (none
+// without $10); a form without the search of expired claims carries no stale
+// floor (NULL), where Claim carries the floor margin before its now().
+func TestClaimForClaimsWhatClaimClaims(t *testing.T) {
+	t.Parallel()
+	db := testdb.Tx(t)
+	ctx := context.Background()
+	_, err := db.Exec(ctx, `INSERT INTO corotask.tasks (task_id, root_id, task_type, wake_at)
+		SELECT u, u, typ, now() - make_interval(secs => i) FROM (
+			SELECT gen_random_uuid() AS u, i, CASE WHEN i % 3 = 0 THEN 'b' ELSE 'a' END AS typ FROM generate_series(1, 9) i) s`)
+	require.NoError(t, err)
+	// A claim of another executor that expired, and a task due later.
+	_, err = db.Exec(ctx, `INSERT INTO corotask.tasks (task_id, root_id, task_type, wake_at, claim, claimed_by, heartbeat, claim_expires_at)
+		SELECT u, u, 'a', now() - interval '1 hour', gen_random_uuid(), gen_random_uuid(), now(), now() - interval '1 minute'
+		FROM (SELECT gen_random_uuid() AS u) s`)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `INSERT INTO corotask.tasks (task_id, root_id, task_type, wake_at) SELECT u, u, 'a', now() + interval '1 hour' FROM (SELECT gen_random_uuid() AS u) s`)
+	require.NoError(t, err)
+
+	type outcome struct {
+		ids         []string
+		next        *time.Time
+		staleFloor  *time.Time
+		floorsValid bool
+	}
+	claim := func(stmt string, open []string, stale, withFloors bool) (o outcome) {
+		t.Helper()
+		tx, err := db.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, tx.Rollback(ctx)) }()
+		_, err = tx.Exec(ctx, query.ClaimSettings)
+		require.NoError(t, err)
+		all := []string{"a", "b"}
+		var floors []time.Time
+		if withFloors {
+			floors = []time.Time{time.Now().Add(-time.Hour), time.Now().Add(-time.Hour)}
+		}
+		rows, err := tx.Query(ctx, stmt, open, 5, []string{}, []int32{}, 30.0, all,
+			"0190f0e0-0000-7000-8000-00000000000a", []string{}, []int32{100, 100}, floors, time.Now().Add(-time.Hour), stale)
+		require.NoError(t, err)
+		for rows.Next() {
+			v, err := rows.Values()
+			require.NoError(t, err)
+			if v[0] != nil {
+				id := v[0].([16]byte)
+				o.ids = append(o.ids, string(id[:]))
+				continue
+			}
+			if v[12] != nil {
+				next := v[12].(time.Time)
+				o.next = &next
+			}
+			o.floorsValid = v[14] != nil
+			if v[15] != nil {
+				floor := v[15].(time.Time)
+				o.staleFloor = &floor
+			}
+		}
+		require.NoError(t, rows.Err())
+		slices.Sort(o.ids)
+		return o
+	}
+	for _, open := range [][]string{{"a"}, {"a", "b"}} {
+		for _, stale := range []bool{false, true} {
+			for _, floors := range []bool{false, true} {
+				want := claim(query.Claim, open, stale, floors)
+				got := claim(query.ClaimFor(len(open) == 1, stale, floors), open, stale, floors)
+				require.Len(t, got.ids, 5, "%v, stale %v, floors %v", open, stale, floors)
+				require.Equal(t, want.ids, got.ids, "%v, stale %v, floors %v", open, stale, floors)
+				require.Equal(t, want.next, got.next)
+				require.Equal(t, floors, got.floorsValid)
+				require.Equal(t, want.floorsValid, got.floorsValid)
+				if stale {
+					require.Equal(t, want.staleFloor, got.staleFloor)
+				} else {
+					require.NotNil(t, want.staleFloor)
+					require.Nil(t, got.staleFloor, "no search, no stale floor")
+				}
+			}
+		}
+	}
+	require.Equal(t, query.Claim, query.ClaimFor(false, true, true), "the largest form is Claim")
+}
