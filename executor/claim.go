@@ -116,7 +116,8 @@ func (cl *claimer) claimWith(ctx context.Context, req claimRequest, controlled b
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(query.ClaimSettings)
-	stmt := query.Claim
+	// The smallest form of the claim for this request (see query.ClaimFor).
+	stmt := query.ClaimFor(len(req.open) == 1, req.stale, from != nil)
 	if controlled {
 		stmt = query.ClaimControlled
 		var claimer pgtype.UUID

@@ -246,3 +246,38 @@ func TestFullClaimFindsTasksBelowTheFloor(t *testing.T) {
 	f.mu.Unlock()
 	require.Equal(t, []tasks.ID{late}, claimIDs(t, e, req))
 }
+
+// In floor mode, a claim that does not look for expired claims (its
+// statement has no such search) leaves that search's floor where the last
+// search left it: a claim that expired above that floor is taken over by
+// the next search, however many claims ran between.
+func TestClaimsWithoutTheStaleSearchKeepItsFloor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	e := floorTestExecutor(t, db)
+	req := enterFloorMode(t, e, db)
+	f := &e.claimer.floors
+	req.stale = true
+	require.Empty(t, claimIDs(t, e, req), "the search that sets the floor")
+	f.mu.Lock()
+	floor := f.stale
+	f.mu.Unlock()
+	require.True(t, floor.Valid)
+
+	// A claim of another executor that expired just above the floor.
+	id := create(t, db, 1)[0]
+	_, err := db.Exec(ctx, `UPDATE corotask.tasks SET claim = gen_random_uuid(), claimed_by = gen_random_uuid(),
+		claimed_at = now(), heartbeat = now(), claim_expires_at = $2 WHERE task_id = $1`, id, floor.Time.Add(time.Microsecond))
+	require.NoError(t, err)
+	req.stale = false
+	for range 3 {
+		require.Empty(t, claimIDs(t, e, req))
+	}
+	f.mu.Lock()
+	kept := f.stale
+	f.mu.Unlock()
+	require.Equal(t, floor, kept, "claims without the search keep its floor")
+	req.stale = true
+	require.Equal(t, []tasks.ID{id}, claimIDs(t, e, req), "the next search takes it over")
+}
