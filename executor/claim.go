@@ -119,7 +119,7 @@ func (cl *claimer) claimWith(ctx context.Context, req claimRequest, controlled b
 	// The smallest form of the claim for this request (see query.ClaimFor).
 	stmt := query.ClaimFor(len(req.open) == 1, req.stale, from != nil)
 	if controlled {
-		stmt = query.ClaimControlled
+		stmt = query.ClaimControlledFor(req.stale, from != nil)
 		var claimer pgtype.UUID
 		if req.share {
 			claimer = pgtype.UUID{Bytes: cl.id, Valid: true}

@@ -320,18 +320,59 @@ WITH ` + claimControls + `
 ), ` + claimSearch + `
 ), ` + claimQuotaControlled + `
 ), ` + claimReadyKeyed + `
-), ` + claimStale + `
-      AND task_type <> ALL (ARRAY(SELECT typ FROM ctl WHERE cap = 0))` + claimStaleTail + `
+), ` + claimStaleControlled + `
 ), ` + claimCandidates + `
 ), ` + claimPickedControlled + `
-), ` + claimUpdate + `
+), ` + claimUpdateControlled + `
+), ` + claimTook + `
+), ` + claimTail + `least(` + claimNextWake + `, (` + claimNextToken + `)), NULL, ` + claimFloorsTail + `, NULL`
+
+// ClaimControlledFor is ClaimControlled, or a smaller form of it, as
+// ClaimFor is Claim: without stale ($12 false), no search of expired
+// claims, no record of takeovers, and no stale floor (NULL); without
+// floors ($10 NULL), no read of the next floors (NULL, as they are then).
+func ClaimControlledFor(stale, floors bool) string {
+	return claimControlledForms[boolIndex(stale)][boolIndex(floors)]
+}
+
+// claimControlledForms holds ClaimControlledFor's statements, by
+// [stale][floors].
+var claimControlledForms = func() (forms [2][2]string) {
+	for floors, nextFloors := range []string{"NULL::timestamptz[]", claimNextFloors} {
+		forms[0][floors] = claimControlledPlain(claimStaleNone, claimRows, nextFloors, "NULL::timestamptz")
+		forms[1][floors] = claimControlledPlain(claimStaleControlled, ", "+claimTakenOver+claimRows, nextFloors, claimNextStaleFloor)
+	}
+	return forms
+}()
+
+// claimControlledPlain composes ClaimControlled and its smaller forms, as
+// claimPlain does Claim's.
+func claimControlledPlain(stale, rows, nextFloors, staleFloor string) string {
+	return `
+WITH ` + claimControls + `
+), ` + claimSearch + `
+), ` + claimQuotaControlled + `
+), ` + claimReadyKeyed + `
+), ` + stale + `
+), ` + claimCandidates + `
+), ` + claimPickedControlled + `
+), ` + claimUpdateControlled + `
+), ` + claimTook + `
+)` + rows + `least(` + claimNextWake + `, (` + claimNextToken + `)), NULL, ` + nextFloors + `, ` + staleFloor + `, NULL, NULL`
+}
+
+// claimStaleControlled is ClaimControlled's search of expired claims: a
+// paused type waits.
+const claimStaleControlled = claimStale + `
+      AND task_type <> ALL (ARRAY(SELECT typ FROM ctl WHERE cap = 0))` + claimStaleTail
+
+// claimUpdateControlled is ClaimControlled's claim of the picked tasks.
+const claimUpdateControlled = claimUpdate + `
         -- The claim counts toward its type's max_running, if it has one
         -- (NULL otherwise: see migration 17).
         counted = CASE WHEN t.task_type = ANY (ARRAY(SELECT typ FROM ctl WHERE counts)) THEN true END,` + claimUpdateTail + `
     WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
-    ` + claimReturning + `
-), ` + claimTook + `
-), ` + claimTail + `least(` + claimNextWake + `, (` + claimNextToken + `)), NULL, ` + claimFloorsTail + `, NULL`
+    ` + claimReturning
 
 // claimSearch begins the claim statements: the floors of the
 // searches, and the share of each uncapped type (open_quota).

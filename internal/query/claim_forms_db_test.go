@@ -12,10 +12,11 @@ import (
 	"github.com/corotask/corotask/internal/testdb"
 )
 
-// Each smaller form of ClaimFor claims what Claim claims with the same
-// arguments, and its last row carries the same next wake_at and floors (none
-// without $10); a form without the search of expired claims carries no stale
-// floor (NULL), where Claim carries the floor margin before its now().
+// Each smaller form of ClaimFor (ClaimControlledFor) claims what Claim
+// (ClaimControlled) claims with the same arguments, and its last row
+// carries the same next wake_at and floors (none without $10); a form
+// without the search of expired claims carries no stale floor (NULL), where
+// Claim carries the floor margin before its now().
 func TestClaimForClaimsWhatClaimClaims(t *testing.T) {
 	t.Parallel()
 	db := testdb.Tx(t)
@@ -38,6 +39,7 @@ func TestClaimForClaimsWhatClaimClaims(t *testing.T) {
 		staleFloor  *time.Time
 		floorsValid bool
 	}
+	controlled := false // ClaimControls first, in each claim's transaction
 	claim := func(stmt string, open []string, stale, withFloors bool) (o outcome) {
 		t.Helper()
 		tx, err := db.Begin(ctx)
@@ -46,6 +48,13 @@ func TestClaimForClaimsWhatClaimClaims(t *testing.T) {
 		_, err = tx.Exec(ctx, query.ClaimSettings)
 		require.NoError(t, err)
 		all := []string{"a", "b"}
+		if controlled {
+			var types []string
+			var locked int64
+			var shared string
+			require.NoError(t, tx.QueryRow(ctx, query.ClaimControls, all, nil).Scan(&types, &locked, &shared))
+			require.Equal(t, []string{"a"}, types)
+		}
 		var floors []time.Time
 		if withFloors {
 			floors = []time.Time{time.Now().Add(-time.Hour), time.Now().Add(-time.Hour)}
@@ -95,4 +104,28 @@ func TestClaimForClaimsWhatClaimClaims(t *testing.T) {
 		}
 	}
 	require.Equal(t, query.Claim, query.ClaimFor(false, true, true), "the largest form is Claim")
+
+	// ClaimControlledFor's forms, for types with controls (a maximum that
+	// does not bind).
+	_, err = db.Exec(ctx, `INSERT INTO corotask.type_controls (task_type, max_running) VALUES ('a', 100)`)
+	require.NoError(t, err)
+	controlled = true
+	for _, stale := range []bool{false, true} {
+		for _, floors := range []bool{false, true} {
+			open := []string{"a", "b"}
+			want := claim(query.ClaimControlled, open, stale, floors)
+			got := claim(query.ClaimControlledFor(stale, floors), open, stale, floors)
+			require.Len(t, got.ids, 5, "controlled, stale %v, floors %v", stale, floors)
+			require.Equal(t, want.ids, got.ids, "controlled, stale %v, floors %v", stale, floors)
+			require.Equal(t, want.next, got.next)
+			require.Equal(t, floors, got.floorsValid)
+			require.Equal(t, want.floorsValid, got.floorsValid)
+			if stale {
+				require.Equal(t, want.staleFloor, got.staleFloor)
+			} else {
+				require.Nil(t, got.staleFloor, "no search, no stale floor")
+			}
+		}
+	}
+	require.Equal(t, query.ClaimControlled, query.ClaimControlledFor(true, true), "the largest form is ClaimControlled")
 }
