@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -84,22 +85,29 @@ func TestClaimForClaimsWhatClaimClaims(t *testing.T) {
 		slices.Sort(o.ids)
 		return o
 	}
-	for _, open := range [][]string{{"a"}, {"a", "b"}} {
-		for _, stale := range []bool{false, true} {
-			for _, floors := range []bool{false, true} {
-				want := claim(query.Claim, open, stale, floors)
-				got := claim(query.ClaimFor(len(open) == 1, stale, floors), open, stale, floors)
-				require.Len(t, got.ids, 5, "%v, stale %v, floors %v", open, stale, floors)
-				require.Equal(t, want.ids, got.ids, "%v, stale %v, floors %v", open, stale, floors)
-				require.Equal(t, want.next, got.next)
-				require.Equal(t, floors, got.floorsValid)
-				require.Equal(t, want.floorsValid, got.floorsValid)
-				if stale {
-					require.Equal(t, want.staleFloor, got.staleFloor)
-				} else {
-					require.NotNil(t, want.staleFloor)
-					require.Nil(t, got.staleFloor, "no search, no stale floor")
-				}
+	// same compares a form's claim with the largest form's, on the same
+	// arguments.
+	same := func(largest, form string, open []string, stale, floors bool) {
+		t.Helper()
+		want := claim(largest, open, stale, floors)
+		got := claim(form, open, stale, floors)
+		what := fmt.Sprintf("%v, stale %v, floors %v, controlled %v", open, stale, floors, controlled)
+		require.Len(t, got.ids, 5, what)
+		require.Equal(t, want.ids, got.ids, what)
+		require.Equal(t, want.next, got.next, what)
+		require.Equal(t, floors, got.floorsValid, what)
+		require.Equal(t, want.floorsValid, got.floorsValid, what)
+		if stale {
+			require.Equal(t, want.staleFloor, got.staleFloor, what)
+		} else {
+			require.NotNil(t, want.staleFloor, what)
+			require.Nil(t, got.staleFloor, "no search, no stale floor: %s", what)
+		}
+	}
+	for _, stale := range []bool{false, true} {
+		for _, floors := range []bool{false, true} {
+			for _, open := range [][]string{{"a"}, {"a", "b"}} {
+				same(query.Claim, query.ClaimFor(len(open) == 1, stale, floors), open, stale, floors)
 			}
 		}
 	}
@@ -112,19 +120,7 @@ func TestClaimForClaimsWhatClaimClaims(t *testing.T) {
 	controlled = true
 	for _, stale := range []bool{false, true} {
 		for _, floors := range []bool{false, true} {
-			open := []string{"a", "b"}
-			want := claim(query.ClaimControlled, open, stale, floors)
-			got := claim(query.ClaimControlledFor(stale, floors), open, stale, floors)
-			require.Len(t, got.ids, 5, "controlled, stale %v, floors %v", stale, floors)
-			require.Equal(t, want.ids, got.ids, "controlled, stale %v, floors %v", stale, floors)
-			require.Equal(t, want.next, got.next)
-			require.Equal(t, floors, got.floorsValid)
-			require.Equal(t, want.floorsValid, got.floorsValid)
-			if stale {
-				require.Equal(t, want.staleFloor, got.staleFloor)
-			} else {
-				require.Nil(t, got.staleFloor, "no search, no stale floor")
-			}
+			same(query.ClaimControlled, query.ClaimControlledFor(stale, floors), []string{"a", "b"}, stale, floors)
 		}
 	}
 	require.Equal(t, query.ClaimControlled, query.ClaimControlledFor(true, true), "the largest form is ClaimControlled")
