@@ -206,19 +206,8 @@ const ClaimParams = "text[], int, text[], int[], float8, text[], uuid, uuid[], i
 // it; and NULL, NULL.
 //
 // The statement is made of the claim* fragments below, which
-// ClaimControlled shares.
-const Claim = `
-WITH ` + claimSearch + `
-), ` + claimQuotaPlain + `
-), ` + claimReadyPlain + `
-), ` + claimStale + claimStaleTail + `
-), ` + claimCandidates + `
-), ` + claimPickedPlain + `
-), ` + claimUpdate + claimUpdateTail + `
-    WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
-    ` + claimReturning + `
-), ` + claimTail + claimNextWake + `, NULL, ` + claimFloorsTail + `,
-    (SELECT 1::smallint FROM gained WHERE yes)`
+// ClaimControlled shares; it is the largest of ClaimFor's forms.
+var Claim = ClaimFor(false, true, true)
 
 // ClaimFor is the statement of a claim of an executor none of whose types
 // has flow controls, with Claim's parameters and rows: Claim itself, or a
@@ -260,9 +249,7 @@ func boolIndex(b bool) int {
 	return 0
 }
 
-// claimPlain composes Claim (claimPlain(claimOpenQuota, claimStale +
-// claimStaleTail, ", " + claimTakenOver + claimRows, claimNextFloors,
-// claimNextStaleFloor) is Claim) and its smaller forms: openQuota is the
+// claimPlain composes Claim and its smaller forms: openQuota is the
 // share of each uncapped type, stale the search of expired claims, rows
 // what follows the claim's UPDATE up to the last row's next wake_at,
 // nextFloors and staleFloor the last row's next floors and stale floor.
@@ -314,18 +301,9 @@ const claimStaleNone = `stale AS (
 //
 // A claim counts as running until a second after its expiry: a renewal
 // that began before the expiry (see HeartbeatRenew) may commit after this
-// statement's snapshot, and must find its slot its own still.
-const ClaimControlled = `
-WITH ` + claimControls + `
-), ` + claimSearch + `
-), ` + claimQuotaControlled + `
-), ` + claimReadyKeyed + `
-), ` + claimStaleControlled + `
-), ` + claimCandidates + `
-), ` + claimPickedControlled + `
-), ` + claimUpdateControlled + `
-), ` + claimTook + `
-), ` + claimTail + `least(` + claimNextWake + `, (` + claimNextToken + `)), NULL, ` + claimFloorsTail + `, NULL`
+// statement's snapshot, and must find its slot its own still. It is the
+// largest of ClaimControlledFor's forms.
+var ClaimControlled = ClaimControlledFor(true, true)
 
 // ClaimControlledFor is ClaimControlled, or a smaller form of it, as
 // ClaimFor is Claim: without stale ($12 false), no search of expired
@@ -346,11 +324,12 @@ var claimControlledForms = func() (forms [2][2]string) {
 }()
 
 // claimControlledPlain composes ClaimControlled and its smaller forms, as
-// claimPlain does Claim's.
+// claimPlain does Claim's. Its quota reads no open_quota: the share among
+// types is picked's, within the controls.
 func claimControlledPlain(stale, rows, nextFloors, staleFloor string) string {
 	return `
 WITH ` + claimControls + `
-), ` + claimSearch + `
+), ` + claimFloors + `
 ), ` + claimQuotaControlled + `
 ), ` + claimReadyKeyed + `
 ), ` + stale + `
@@ -374,8 +353,8 @@ const claimUpdateControlled = claimUpdate + `
     WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
     ` + claimReturning
 
-// claimSearch begins the claim statements: the floors of the
-// searches, and the share of each uncapped type (open_quota).
+// claimSearch begins ClaimCounted (see citus_controls.go): the floors of
+// the searches, and the share of each uncapped type (open_quota).
 const claimSearch = claimFloors + `
 ), ` + claimOpenQuota
 
