@@ -1,0 +1,264 @@
+package query
+
+// ClaimControls locks, for the claim that follows it in the transaction,
+// the controls of the types it polls ($1): their rows in
+// corotask.type_controls, then the key spaces and rate limits they name, in
+// that order and each sorted (as every change of them locks them), so that
+// two executors claiming a limited type count its running polls one after
+// the other, each in a snapshot taken after the other's claim committed.
+// A type without controls has no row, and locks nothing. ClaimSettings,
+// before it, took the controls lock shared. It returns the types of $1 that have
+// controls (the executor creates no eager child of those: see eager.go), and
+// how many key spaces and rate limits it locked (reading them is what makes
+// their locking CTEs run).
+//
+// Far from a maximum, claims need not take turns: when every controlled
+// type of $1 has a maximum and no key space or rate limit (or is paused),
+// and each has room for a full share (claimShareTake) for every executor
+// that may be claiming (claimClaimers), it locks the rows shared (FOR
+// SHARE) rather than exclusive, so that executors claiming the same type
+// run side by side; ClaimControlled then takes at most a share, and only
+// while the others' shares still fit (see claimControls). The claimer $2
+// must be a live executor of corotask.executors (its claim loop claims one
+// claim at a time); $2 NULL (PollOnce) locks exclusive. A shared lock and
+// an exclusive one exclude each other, and every claim locks all its types
+// one way, in the order of their names: an exclusive claim counts every
+// shared claim before it. The way it locked is left in the transaction's
+// setting corotask.claim_shared ('true' or 'false') for ClaimControlled.
+const ClaimControls = `
+WITH mode AS (
+    SELECT $2::uuid IS NOT NULL
+       AND EXISTS (SELECT 1 FROM corotask.executors e
+                   WHERE e.executor_id = $2::uuid AND e.stopped_at IS NULL AND e.expires_at > now())
+       AND NOT EXISTS (
+           SELECT 1 FROM corotask.type_controls c
+           WHERE c.task_type = ANY ($1::text[]) AND c.paused_at IS NULL
+             AND (c.max_running IS NULL OR c.key_space IS NOT NULL OR c.rate_limit IS NOT NULL
+                  OR ` + claimTypeRunning + ` + ` + claimClaimers + ` * ` + claimShareTake + ` > c.max_running)
+       ) AS shared
+), exclusive AS (
+    SELECT task_type, key_space, rate_limit FROM corotask.type_controls
+    WHERE task_type = ANY ($1::text[]) AND NOT (SELECT shared FROM mode)
+    ORDER BY task_type
+    FOR NO KEY UPDATE
+), shared AS (
+    SELECT task_type FROM corotask.type_controls
+    WHERE task_type = ANY ($1::text[]) AND (SELECT shared FROM mode)
+    ORDER BY task_type
+    FOR SHARE
+), spaces AS (
+    SELECT key_space FROM corotask.key_limits WHERE key_space IN (SELECT key_space FROM exclusive)
+    ORDER BY key_space
+    FOR NO KEY UPDATE
+), rates AS (
+    SELECT name FROM corotask.rate_limits WHERE name IN (SELECT rate_limit FROM exclusive)
+    ORDER BY name
+    FOR NO KEY UPDATE
+)
+SELECT coalesce((SELECT array_agg(task_type) FROM (SELECT task_type FROM exclusive UNION ALL SELECT task_type FROM shared) t), '{}'),
+       (SELECT count(*) FROM spaces) + (SELECT count(*) FROM rates),
+       set_config('corotask.claim_shared', (SELECT shared FROM mode)::text, true)`
+
+// claimTypeRunning counts the running polls of type c toward its maximum:
+// the claims that count (tasks.counted) and have not expired, or expired
+// within the last second (see ClaimControlled), through
+// tasks_running_counted_idx.
+const claimTypeRunning = `(SELECT count(*) FROM corotask.tasks r
+                                WHERE r.task_type = c.task_type AND r.claim IS NOT NULL AND r.counted
+                                  AND r.claim_expires_at >= corotask.now() - interval '1 second')`
+
+// claimClaimers counts the executors that may have a claim in flight: every
+// registered one that has not stopped and has not been expired for an hour
+// (a claim lasts at most its executor's heartbeat timeout; one that died
+// within the hour still counts). An executor marks its row stopped once its
+// claim loop has ended (see the executor's registration).
+const claimClaimers = `(SELECT count(*) FROM corotask.executors e
+                        WHERE e.stopped_at IS NULL AND e.expires_at > now() - interval '1 hour')`
+
+// claimShareTake is the most a claim that holds type c's row shared takes
+// of it: an eighth of its maximum, rounded up.
+const claimShareTake = `((c.max_running + 7) / 8)`
+
+// ClaimControlled is Claim for an executor some of whose types have flow
+// controls (corotask.type_controls: see docs/flow-control.md), with the
+// same parameters and rows. ClaimControls, earlier in the transaction, has
+// locked their rows, so that this statement's snapshot holds every claim
+// committed before; it counts against them: each type takes at most what
+// its controls allow (none while paused; its free slots under its
+// max_running, counting the running claims that count toward it,
+// tasks.counted, and have not expired, or, when ClaimControls held the rows
+// shared, a share while the other claimers' shares fit over those; the
+// whole tokens of its rate limit),
+// a task whose limit key is at its key space's limit waits (the search
+// passes over it, and counts that key's running tasks for each such task),
+// and a rate limit shared by types is shared by their claims. The claims it
+// makes count toward their type's max_running (tasks.counted), and take a
+// token each of their type's rate limit; the last row's next wake_at is no
+// later than the next whole token of a rate limit that has none.
+//
+// A claim counts as running until a second after its expiry: a renewal
+// that began before the expiry (see HeartbeatRenew) may commit after this
+// statement's snapshot, and must find its slot its own still. It is the
+// largest of ClaimControlledFor's forms.
+var ClaimControlled = ClaimControlledFor(true, true)
+
+// ClaimControlledFor is ClaimControlled, or a smaller form of it, as
+// ClaimFor is Claim: without stale ($12 false), no search of expired
+// claims, no record of takeovers, and no stale floor (NULL); without
+// floors ($10 NULL), no read of the next floors (NULL, as they are then).
+func ClaimControlledFor(stale, floors bool) string {
+	return claimControlledForms[boolIndex(stale)][boolIndex(floors)]
+}
+
+// claimControlledForms holds ClaimControlledFor's statements, by
+// [stale][floors].
+var claimControlledForms = func() (forms [2][2]string) {
+	for floors, nextFloors := range []string{"NULL::timestamptz[]", claimNextFloors} {
+		forms[0][floors] = claimControlledPlain(claimStaleNone, claimRows, nextFloors, "NULL::timestamptz")
+		forms[1][floors] = claimControlledPlain(claimStaleControlled, ", "+claimTakenOver+claimRows, nextFloors, claimNextStaleFloor)
+	}
+	return forms
+}()
+
+// claimControlledPlain composes ClaimControlled and its smaller forms, as
+// claimPlain does Claim's. Its quota reads no open_quota: the share among
+// types is picked's, within the controls.
+func claimControlledPlain(stale, rows, nextFloors, staleFloor string) string {
+	return `
+WITH ` + claimControls + `
+), ` + claimFloors + `
+), ` + claimQuotaControlled + `
+), ` + claimReadyKeyed + `
+), ` + stale + `
+), ` + claimCandidates + `
+), ` + claimPickedControlled + `
+), ` + claimUpdateControlled + `
+), ` + claimTook + `
+)` + rows + `least(` + claimNextWake + `, (` + claimNextToken + `)), NULL, ` + nextFloors + `, ` + staleFloor + `, NULL, NULL`
+}
+
+// claimStaleControlled is ClaimControlled's search of expired claims: a
+// paused type waits.
+const claimStaleControlled = claimStale + `
+      AND task_type <> ALL (ARRAY(SELECT typ FROM ctl WHERE cap = 0))` + claimStaleTail
+
+// claimUpdateControlled is ClaimControlled's claim of the picked tasks.
+const claimUpdateControlled = claimUpdate + `
+        -- The claim counts toward its type's max_running, if it has one
+        -- (NULL otherwise: see migration 17).
+        counted = CASE WHEN t.task_type = ANY (ARRAY(SELECT typ FROM ctl WHERE counts)) THEN true END,` + claimUpdateTail + `
+    WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
+    ` + claimReturning
+
+// claimControls is ClaimControlled's read of the controls of its types.
+const claimControls = `ctl AS (
+    -- The controls of the types polled (see ClaimControls, which locked
+    -- their rows earlier in the transaction, so that this statement's
+    -- snapshot holds every claim committed before): how many more polls
+    -- each may start (cap: 0 when paused; its free slots under max_running;
+    -- the whole tokens of its rate limit), its key space and the space's
+    -- limit per key, its rate limit and the tokens it holds now. A type
+    -- without a row has no controls, and a claim without any reads nothing
+    -- more than this index probe.
+    SELECT c.task_type AS typ, c.paused_at IS NOT NULL AS paused, c.max_running IS NOT NULL AS counts,
+           CASE WHEN c.paused_at IS NOT NULL THEN 0 WHEN c.max_running IS NULL AND b.name IS NULL THEN NULL ELSE greatest(least(
+               CASE WHEN current_setting('corotask.claim_shared', true) = 'true'
+                    -- Held shared (see ClaimControls): a share at most,
+                    -- and only while every other claimer's share fits.
+                    THEN least(` + claimShareTake + `,
+                               c.max_running - ` + claimTypeRunning + ` - (` + claimClaimers + ` - 1) * ` + claimShareTake + `)
+                    ELSE c.max_running - ` + claimTypeRunning + ` END,
+               floor(b.tokens)), 0)::int END AS cap,
+           k.key_space, k.max_running AS key_max, b.name AS rate_name, b.tokens, b.token_secs,
+           CASE WHEN k.key_space IS NOT NULL
+                THEN ARRAY(SELECT x.task_type FROM corotask.type_controls x WHERE x.key_space = k.key_space) END AS space_types
+    FROM corotask.type_controls c
+    LEFT JOIN corotask.key_limits k ON k.key_space = c.key_space
+    LEFT JOIN LATERAL (
+        SELECT rl.name, extract(epoch FROM rl.per)::float8 / rl.rate AS token_secs,
+               corotask.rate_limit_tokens(rl, corotask.now()) AS tokens
+        FROM corotask.rate_limits rl WHERE rl.name = c.rate_limit
+    ) b ON true
+    WHERE c.task_type = ANY ($6::text[])`
+
+// claimQuotaControlled is ClaimControlled's quota of each type, within its
+// controls.
+const claimQuotaControlled = `quota AS (
+    -- How many ready tasks to take of each type, within what its controls
+    -- allow: of each uncapped type, up to $2 (picked keeps the $2 first of
+    -- all: shares counted from the ready tasks, as open_quota does, would
+    -- give a share to a type its controls hold back, and none to the
+    -- others); of each capped type, its free slots.
+    SELECT o.typ, least($2::int, l.cap) AS n, l.key_space, l.key_max, l.space_types FROM unnest($1::text[]) AS o(typ)
+    LEFT JOIN ctl l ON l.typ = o.typ
+    UNION ALL
+    SELECT q.typ, least(q.n, l.cap), l.key_space, l.key_max, l.space_types FROM unnest($3::text[], $4::int[]) AS q(typ, n)
+    LEFT JOIN ctl l ON l.typ = q.typ`
+
+// claimReadyKeyed is ClaimControlled's: a task whose key is at its
+// space's limit waits (the subquery runs only for tasks with a key, of a
+// type with a key space).
+const claimReadyKeyed = claimReadyFirst + claimKeyFilter + claimReadyThen + claimKeyFilter + claimReadyEnd
+
+// claimKeyFilter passes over a task whose limit key is at its space's
+// limit.
+const claimKeyFilter = `
+          AND (q.key_space IS NULL OR t.limit_key IS NULL OR ` + claimKeyRunning + ` < q.key_max)`
+
+// claimKeyRunning counts the running tasks (claims not expired, or expired
+// within the last second: see ClaimControlled) with the limit key of task t
+// among the types q.space_types of its type's key space: what the space's
+// limit per key counts (index tasks_running_limit_key_idx). The claim
+// counts it only for the tasks with a limit key of a type with a key
+// space.
+const claimKeyRunning = `(SELECT count(*) FROM corotask.tasks r
+              WHERE r.limit_key = t.limit_key AND r.claim IS NOT NULL AND r.limit_key IS NOT NULL
+                AND r.claim_expires_at >= corotask.now() - interval '1 second' AND r.task_type = ANY (q.space_types))`
+
+// claimPickedControlled is ClaimControlled's choice among the candidates,
+// within the controls.
+const claimPickedControlled = `picked AS (
+    -- Stale claims first, then ready tasks by priority and age, each type
+    -- within what its controls allow (cap) and a capped type within its
+    -- free slots over both; each key within its room under its space's
+    -- limit, and each rate limit within its whole tokens.
+    SELECT p.task_id FROM (
+        SELECT t.task_id, t.k, t.priority, t.at, least(s.n, q.cap) AS cap,
+               row_number() OVER (PARTITION BY t.task_type ORDER BY t.k, t.priority DESC, t.at) AS rank,
+               CASE WHEN q.key_space IS NOT NULL AND t.limit_key IS NOT NULL
+                    THEN q.key_max - ` + claimKeyRunning + ` END AS key_room,
+               row_number() OVER (PARTITION BY q.key_space, t.limit_key ORDER BY t.k, t.priority DESC, t.at) AS key_rank,
+               q.rate_name, q.tokens,
+               row_number() OVER (PARTITION BY q.rate_name ORDER BY t.k, t.priority DESC, t.at) AS rate_rank
+        FROM candidates t
+        LEFT JOIN unnest($3::text[], $4::int[]) AS s(typ, n) ON s.typ = t.task_type
+        LEFT JOIN ctl q ON q.typ = t.task_type
+    ) p
+    WHERE (p.cap IS NULL OR p.rank <= p.cap) AND (p.key_room IS NULL OR p.key_rank <= p.key_room)
+      AND (p.rate_name IS NULL OR p.rate_rank <= p.tokens)
+    ORDER BY p.k, p.priority DESC, p.at
+    LIMIT $2`
+
+// claimTook takes the tokens of ClaimControlled's claims from
+// their rate limits.
+const claimTook = `took AS (
+    -- Each poll started takes a token of its type's rate limit.
+    UPDATE corotask.rate_limits rl SET
+        tokens = corotask.rate_limit_tokens(rl, corotask.now()) - u.n,
+        refilled_at = greatest(rl.refilled_at, corotask.now())
+    FROM (SELECT l.rate_name, count(*) AS n FROM claimed c JOIN ctl l ON l.typ = c.task_type
+          WHERE l.rate_name IS NOT NULL GROUP BY l.rate_name) u
+    WHERE rl.name = u.rate_name
+    RETURNING rl.name, rl.tokens`
+
+// claimNextToken is when a rate limit's bucket has its next whole
+// token, once ClaimControlled took those it had.
+const claimNextToken = `
+    -- When the bucket of a rate limit left below a whole token (by this
+    -- claim's takes, or before) has its next one: a claim then finds the
+    -- tasks that wait on it. A full bucket asks for nothing.
+    SELECT corotask.now() + min(make_interval(secs => (1 - b.left) * l.token_secs))
+    FROM ctl l
+    LEFT JOIN took k ON k.name = l.rate_name
+    CROSS JOIN LATERAL (SELECT coalesce(k.tokens, l.tokens) AS left) b
+    WHERE l.rate_name IS NOT NULL AND b.left < 1`
