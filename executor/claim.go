@@ -118,13 +118,14 @@ func (cl *claimer) claimWith(ctx context.Context, req claimRequest, controlled b
 	b.Queue(query.ClaimSettings)
 	// The smallest form of the claim for this request (see query.ClaimFor).
 	stmt := query.ClaimFor(len(req.open) == 1, req.stale, from != nil)
+	lean := controlled && cl.controlled.lean.Load()
 	if controlled {
-		stmt = query.ClaimControlledFor(req.stale, from != nil)
+		stmt = query.ClaimControlledFor(req.stale, from != nil, lean)
 		var claimer pgtype.UUID
-		if req.share {
+		if req.share && cl.controlled.room.Load() {
 			claimer = pgtype.UUID{Bytes: cl.id, Valid: true}
 		}
-		b.Queue(query.ClaimControls, req.all, claimer)
+		b.Queue(query.ClaimControlsFor(lean), req.all, claimer)
 	}
 	if count {
 		b.Queue(query.ClaimReadyEntriesWalked)
@@ -153,6 +154,7 @@ func (cl *claimer) claimWith(ctx context.Context, req claimRequest, controlled b
 	res, err := readClaim(br, at, count, controlled)
 	if err == nil && controlled {
 		cl.controlled.update(req.all, res.controlled)
+		cl.controlled.noted(res.notes)
 	}
 	took := time.Since(sent)
 	// Once COMMIT's reply is read the claim is made, whatever closing the
@@ -163,6 +165,14 @@ func (cl *claimer) claimWith(ctx context.Context, req claimRequest, controlled b
 	cl.hooks.claimDone(ctx, at, &req, len(res.claimed), err)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: %w", dberr.Translate(err))
+	}
+	if lean && res.notes&query.ClaimNoteLimits != 0 && len(res.claimed) == 0 {
+		// A type polled has gained a key space or a rate limit, which the
+		// lean form does not count: it took nothing, and the claim is made
+		// again with the full form (the notes turned lean off), on a
+		// connection acquired anew, as below.
+		conn.Release()
+		return cl.claimWith(ctx, req, true)
 	}
 	if controlled && !req.lane {
 		cl.controlled.short.Store(len(res.claimed) < req.total)
@@ -243,6 +253,9 @@ type claimResult struct {
 	// claimed nothing).
 	controlled     []string
 	gainedControls bool
+	// notes are ClaimControlled's notes for the next claim
+	// (query.ClaimNoteLimits, query.ClaimNoteRoom).
+	notes int16
 	// topPriority is, after a claim on a Citus worker (query.ClaimNode),
 	// the highest priority of the ready work it left on its shards, and -1
 	// when none.
@@ -305,7 +318,12 @@ func readClaim(br pgx.BatchResults, at time.Time, count, controlled bool) (res c
 				res.topPriority = int16(*failures)
 			}
 			res.floors, res.staleFloor = floors, sfloor
-			res.gainedControls = woke != nil
+			switch {
+			case woke != nil && controlled:
+				res.notes = *woke
+			case woke != nil: // Claim (or a Citus worker's): a type polled has gained controls
+				res.gainedControls = true
+			}
 			continue
 		}
 		c.id, c.typ, c.claim, c.failures, c.attempt, c.claimedAt, c.takenOver = id, tasks.Type(*typ), token.Bytes, int(*failures), int(*attempt), at, *stale

@@ -3,6 +3,7 @@ package executor
 import (
 	"sync/atomic"
 
+	"github.com/corotask/corotask/internal/query"
 	"github.com/corotask/corotask/tasks"
 )
 
@@ -19,6 +20,22 @@ type controlledTypes struct {
 	// tasks than it asked for: limits may hold tasks back, and a slot
 	// freed under them is worth a claim (see committer.settle).
 	short atomic.Bool
+	// lean is whether the last claim of controlled types found only
+	// pauses and maximums among them (no key space, no rate limit): the
+	// next claims them with the lean forms of the statements, which cost
+	// less (see query.ClaimControlledFor).
+	lean atomic.Bool
+	// room is whether the last claim of controlled types found room for
+	// shared claims (query.ClaimNoteRoom): the claim loop's next claim
+	// asks to hold their controls shared.
+	room atomic.Bool
+}
+
+// noted records the notes of a claim of controlled types (see
+// query.ClaimNoteLimits and query.ClaimNoteRoom).
+func (c *controlledTypes) noted(notes int16) {
+	c.lean.Store(notes&query.ClaimNoteLimits == 0)
+	c.room.Store(notes&query.ClaimNoteRoom != 0)
 }
 
 // update records what a claim found of the types it asked about (asked):

@@ -298,6 +298,51 @@ func TestKeyLimitAcrossTypes(t *testing.T) {
 	require.Equal(t, map[string]int{"a": 1, "b": 1, "none": 1}, keys.most())
 }
 
+// A type whose controls were a maximum only at the executor's last claim,
+// which then claims it with the lean statements (they read no key space),
+// is held to a key space it gains at once: the lean claim sees the key
+// space, takes nothing, and the claim is made again with the full ones.
+func TestKeySpaceGainedWhileClaimingLeanHolds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	require.NoError(t, tasks.SetMaxRunning(ctx, db, "charge", 100, tasks.AllowNewType()))
+	keys := newKeyGauge()
+	var g gauge
+	gate := make(chan struct{})
+	poller := executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
+		defer g.enter()()
+		defer keys.enter(t.State)()
+		if t.State == "warm-up" {
+			return executor.Done(), nil
+		}
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return executor.Action{}, ctx.Err()
+		}
+		return executor.Done(), nil
+	})
+	e := executor.MustNew(db, fastConfig(t))
+	executor.Register(e, "charge", poller)
+	start(t, e)
+	// A first claim finds a maximum only: the next claims are lean.
+	_, err := tasks.Create(ctx, db, tasks.Spec{Type: "charge", State: "warm-up"})
+	require.NoError(t, err)
+	waitDone(t, db, 1)
+
+	require.NoError(t, tasks.SetKeyLimit(ctx, db, "account", 1, []tasks.Type{"charge"}))
+	_, err = tasks.CreateMany(ctx, db, []tasks.Spec{
+		{Type: "charge", State: "a", LimitKey: "a"}, {Type: "charge", State: "a", LimitKey: "a"},
+		{Type: "charge", State: "a", LimitKey: "a"}, {Type: "charge", State: "none"},
+	})
+	require.NoError(t, err)
+	waitFor(t, "one task of the account and the unkeyed one", func() bool { return g.cur.Load() == 2 })
+	close(gate)
+	waitDone(t, db, 5)
+	require.Equal(t, map[string]int{"warm-up": 1, "a": 1, "none": 1}, keys.most())
+}
+
 // Tasks over their key's limit wait in claim order: the oldest of the key
 // runs first.
 func TestKeyLimitWaitsInOrder(t *testing.T) {

@@ -12,20 +12,39 @@ package query
 // how many key spaces and rate limits it locked (reading them is what makes
 // their locking CTEs run).
 //
-// Far from a maximum, claims need not take turns: when every controlled
-// type of $1 has a maximum and no key space or rate limit (or is paused),
-// and each has room for a full share (claimShareTake) for every executor
-// that may be claiming (claimClaimers), it locks the rows shared (FOR
-// SHARE) rather than exclusive, so that executors claiming the same type
-// run side by side; ClaimControlled then takes at most a share, and only
-// while the others' shares still fit (see claimControls). The claimer $2
-// must be a live executor of corotask.executors (its claim loop claims one
-// claim at a time); $2 NULL (PollOnce) locks exclusive. A shared lock and
-// an exclusive one exclude each other, and every claim locks all its types
-// one way, in the order of their names: an exclusive claim counts every
-// shared claim before it. The way it locked is left in the transaction's
-// setting corotask.claim_shared ('true' or 'false') for ClaimControlled.
-const ClaimControls = `
+// Far from a maximum, claims need not take turns. A claimer $2 that asks
+// for it (its last claim found room: ClaimNoteRoom) has the rows locked
+// shared (FOR SHARE) rather than exclusive, when every controlled type of
+// $1 has a maximum and no key space or rate limit (or is paused), so that
+// executors claiming the same type run side by side; ClaimControlled then
+// takes at most a share (claimShareTake) of each, and only while every
+// other claimer's share still fits over the running polls it counts (see
+// claimControls): that is what keeps the claims in flight within the
+// maximum, whatever the room when the claimer asked. The claimer must be a
+// live executor of corotask.executors (its claim loop claims one claim at
+// a time); $2 NULL (PollOnce, the priority lane, or a claimer whose last
+// claim found no room) locks exclusive. A shared lock and an exclusive one
+// exclude each other, and every claim locks all its types one way, in the
+// order of their names: an exclusive claim counts every shared claim before
+// it. The way it locked is left in the transaction's setting
+// corotask.claim_shared ('true' or 'false') for ClaimControlled.
+var ClaimControls = ClaimControlsFor(false)
+
+// ClaimControlsFor is ClaimControls, or, lean, its form for types with no
+// key space and no rate limit (ClaimControlledFor's lean forms): it locks
+// no key space or rate limit (none are named), and returns 0 for them. A
+// type that gained one since is found by the lean claim, which then claims
+// nothing (see ClaimNoteLimits).
+func ClaimControlsFor(lean bool) string {
+	if lean {
+		return claimControlsLean
+	}
+	return claimControlsFull
+}
+
+// claimControlsMode decides how ClaimControls locks the rows, and locks
+// them (exclusive, or shared).
+const claimControlsMode = `
 WITH mode AS (
     SELECT $2::uuid IS NOT NULL
        AND EXISTS (SELECT 1 FROM corotask.executors e
@@ -33,8 +52,7 @@ WITH mode AS (
        AND NOT EXISTS (
            SELECT 1 FROM corotask.type_controls c
            WHERE c.task_type = ANY ($1::text[]) AND c.paused_at IS NULL
-             AND (c.max_running IS NULL OR c.key_space IS NOT NULL OR c.rate_limit IS NOT NULL
-                  OR ` + claimTypeRunning + ` + ` + claimClaimers + ` * ` + claimShareTake + ` > c.max_running)
+             AND (c.max_running IS NULL OR c.key_space IS NOT NULL OR c.rate_limit IS NOT NULL)
        ) AS shared
 ), exclusive AS (
     SELECT task_type, key_space, rate_limit FROM corotask.type_controls
@@ -45,7 +63,20 @@ WITH mode AS (
     SELECT task_type FROM corotask.type_controls
     WHERE task_type = ANY ($1::text[]) AND (SELECT shared FROM mode)
     ORDER BY task_type
-    FOR SHARE
+    FOR SHARE`
+
+// claimControlsTypes returns ClaimControls' types, then how many key
+// spaces and rate limits it locked.
+const claimControlsTypes = `
+SELECT coalesce((SELECT array_agg(task_type) FROM (SELECT task_type FROM exclusive UNION ALL SELECT task_type FROM shared) t), '{}'),
+       `
+
+// claimControlsTail leaves the way ClaimControls locked in the
+// transaction's setting.
+const claimControlsTail = `,
+       set_config('corotask.claim_shared', (SELECT shared FROM mode)::text, true)`
+
+const claimControlsFull = claimControlsMode + `
 ), spaces AS (
     SELECT key_space FROM corotask.key_limits WHERE key_space IN (SELECT key_space FROM exclusive)
     ORDER BY key_space
@@ -54,10 +85,10 @@ WITH mode AS (
     SELECT name FROM corotask.rate_limits WHERE name IN (SELECT rate_limit FROM exclusive)
     ORDER BY name
     FOR NO KEY UPDATE
-)
-SELECT coalesce((SELECT array_agg(task_type) FROM (SELECT task_type FROM exclusive UNION ALL SELECT task_type FROM shared) t), '{}'),
-       (SELECT count(*) FROM spaces) + (SELECT count(*) FROM rates),
-       set_config('corotask.claim_shared', (SELECT shared FROM mode)::text, true)`
+)` + claimControlsTypes + `(SELECT count(*) FROM spaces) + (SELECT count(*) FROM rates)` + claimControlsTail
+
+const claimControlsLean = claimControlsMode + `
+)` + claimControlsTypes + `0::bigint` + claimControlsTail
 
 // claimTypeRunning counts the running polls of type c toward its maximum:
 // the claims that count (tasks.counted) and have not expired, or expired
@@ -96,26 +127,53 @@ const claimShareTake = `((c.max_running + 7) / 8)`
 // token each of their type's rate limit; the last row's next wake_at is no
 // later than the next whole token of a rate limit that has none.
 //
+// The last row's last column holds its notes for the executor's next
+// claim: ClaimNoteLimits and ClaimNoteRoom, or'ed.
+//
 // A claim counts as running until a second after its expiry: a renewal
 // that began before the expiry (see HeartbeatRenew) may commit after this
 // statement's snapshot, and must find its slot its own still. It is the
 // largest of ClaimControlledFor's forms.
-var ClaimControlled = ClaimControlledFor(true, true)
+var ClaimControlled = ClaimControlledFor(true, true, false)
+
+// The notes of ClaimControlled's last row (its last column), bits of a
+// smallint.
+const (
+	// ClaimNoteLimits says that a type polled has a key space or a rate
+	// limit: a lean form (see ClaimControlledFor) then claimed nothing, and
+	// the claim is to be made again with a full one.
+	ClaimNoteLimits = 1
+	// ClaimNoteRoom says that every controlled type polled is paused, or
+	// has a maximum, no key space and no rate limit, and room over its
+	// running polls for a share for every executor that may be claiming
+	// (claimClaimers): the next claim of the claim loop may ask
+	// ClaimControls to lock the rows shared.
+	ClaimNoteRoom = 2
+)
 
 // ClaimControlledFor is ClaimControlled, or a smaller form of it, as
 // ClaimFor is Claim: without stale ($12 false), no search of expired
 // claims, no record of takeovers, and no stale floor (NULL); without
 // floors ($10 NULL), no read of the next floors (NULL, as they are then).
-func ClaimControlledFor(stale, floors bool) string {
-	return claimControlledForms[boolIndex(stale)][boolIndex(floors)]
+// Lean, it is the form for types whose controls are pauses and maximums
+// only (as the executor's last claim found them; ClaimControlsFor(true)
+// goes with it): it reads no key space and no rate limit, and, when a type
+// polled has one, it claims nothing and notes it (ClaimNoteLimits).
+// PostgreSQL sets up each part of a statement at every execution: the
+// lean form of a claim of 8 tasks costs about a fifth less than the full
+// one, close to Claim's (see docs/benchmarks.md).
+func ClaimControlledFor(stale, floors, lean bool) string {
+	return claimControlledForms[boolIndex(lean)][boolIndex(stale)][boolIndex(floors)]
 }
 
 // claimControlledForms holds ClaimControlledFor's statements, by
-// [stale][floors].
-var claimControlledForms = func() (forms [2][2]string) {
-	for floors, nextFloors := range []string{"NULL::timestamptz[]", claimNextFloors} {
-		forms[0][floors] = claimControlledPlain(claimStaleNone, claimRows, nextFloors, "NULL::timestamptz")
-		forms[1][floors] = claimControlledPlain(claimStaleControlled, ", "+claimTakenOver+claimRows, nextFloors, claimNextStaleFloor)
+// [lean][stale][floors].
+var claimControlledForms = func() (forms [2][2][2]string) {
+	for lean := range 2 {
+		for floors, nextFloors := range []string{"NULL::timestamptz[]", claimNextFloors} {
+			forms[lean][0][floors] = claimControlledPlain(lean == 1, claimStaleNone, claimRows, nextFloors, "NULL::timestamptz")
+			forms[lean][1][floors] = claimControlledPlain(lean == 1, claimStaleControlled, ", "+claimTakenOver+claimRows, nextFloors, claimNextStaleFloor)
+		}
 	}
 	return forms
 }()
@@ -123,7 +181,19 @@ var claimControlledForms = func() (forms [2][2]string) {
 // claimControlledPlain composes ClaimControlled and its smaller forms, as
 // claimPlain does Claim's. Its quota reads no open_quota: the share among
 // types is picked's, within the controls.
-func claimControlledPlain(stale, rows, nextFloors, staleFloor string) string {
+func claimControlledPlain(lean bool, stale, rows, nextFloors, staleFloor string) string {
+	if lean {
+		return `
+WITH ` + claimControlsLeanRead + `
+), ` + claimFloors + `
+), ` + claimQuotaLean + `
+), ` + claimReadyPlain + `
+), ` + stale + `
+), ` + claimCandidates + `
+), ` + claimPickedLean + `
+), ` + claimUpdateControlled + `
+)` + rows + claimNextWake + `, NULL, ` + nextFloors + `, ` + staleFloor + `, NULL, ` + claimNotes
+	}
 	return `
 WITH ` + claimControls + `
 ), ` + claimFloors + `
@@ -134,8 +204,44 @@ WITH ` + claimControls + `
 ), ` + claimPickedControlled + `
 ), ` + claimUpdateControlled + `
 ), ` + claimTook + `
-)` + rows + `least(` + claimNextWake + `, (` + claimNextToken + `)), NULL, ` + nextFloors + `, ` + staleFloor + `, NULL, NULL`
+)` + rows + `least(` + claimNextWake + `, (` + claimNextToken + `)), NULL, ` + nextFloors + `, ` + staleFloor + `, NULL, ` + claimNotes
 }
+
+// claimNotes is the last row's last column: the notes (ClaimNoteLimits,
+// ClaimNoteRoom), from the controls read (ctl). No type with controls
+// notes nothing.
+const claimNotes = `(
+    SELECT (CASE WHEN bool_or(limits) THEN 1 ELSE 0 END | CASE WHEN bool_and(room) THEN 2 ELSE 0 END)::smallint FROM ctl)`
+
+// claimQuotaLean is the lean forms' quota (claimQuotaControlled's,
+// without key spaces).
+const claimQuotaLean = `quota AS (
+    -- As claimQuotaControlled.
+    SELECT o.typ, least($2::int, l.cap) AS n FROM unnest($1::text[]) AS o(typ)
+    LEFT JOIN ctl l ON l.typ = o.typ
+    UNION ALL
+    SELECT q.typ, least(q.n, l.cap) FROM unnest($3::text[], $4::int[]) AS q(typ, n)
+    LEFT JOIN ctl l ON l.typ = q.typ`
+
+// claimPickedLean is the lean forms' choice among the candidates:
+// claimPickedControlled's, without keys and rate limits, and nothing at
+// all when a type polled has one (ClaimNoteLimits).
+const claimPickedLean = `picked AS (
+    -- Stale claims first, then ready tasks by priority and age, each type
+    -- within what its controls allow (cap) and a capped type within its
+    -- free slots over both. Nothing when a type polled has a key space or
+    -- a rate limit: the executor claims with the full form then.
+    SELECT p.task_id FROM (
+        SELECT t.task_id, t.k, t.priority, t.at, least(s.n, q.cap) AS cap,
+               row_number() OVER (PARTITION BY t.task_type ORDER BY t.k, t.priority DESC, t.at) AS rank
+        FROM candidates t
+        LEFT JOIN unnest($3::text[], $4::int[]) AS s(typ, n) ON s.typ = t.task_type
+        LEFT JOIN ctl q ON q.typ = t.task_type
+        WHERE NOT EXISTS (SELECT 1 FROM ctl x WHERE x.limits)
+    ) p
+    WHERE p.cap IS NULL OR p.rank <= p.cap
+    ORDER BY p.k, p.priority DESC, p.at
+    LIMIT $2`
 
 // claimStaleControlled is ClaimControlled's search of expired claims: a
 // paused type waits.
@@ -162,17 +268,13 @@ const claimControls = `ctl AS (
     -- more than this index probe.
     SELECT c.task_type AS typ, c.paused_at IS NOT NULL AS paused, c.max_running IS NOT NULL AS counts,
            CASE WHEN c.paused_at IS NOT NULL THEN 0 WHEN c.max_running IS NULL AND b.name IS NULL THEN NULL ELSE greatest(least(
-               CASE WHEN current_setting('corotask.claim_shared', true) = 'true'
-                    -- Held shared (see ClaimControls): a share at most,
-                    -- and only while every other claimer's share fits.
-                    THEN least(` + claimShareTake + `,
-                               c.max_running - ` + claimTypeRunning + ` - (` + claimClaimers + ` - 1) * ` + claimShareTake + `)
-                    ELSE c.max_running - ` + claimTypeRunning + ` END,
+               ` + claimMaxFree + `,
                floor(b.tokens)), 0)::int END AS cap,
+           ` + claimControlsNoted + `,
            k.key_space, k.max_running AS key_max, b.name AS rate_name, b.tokens, b.token_secs,
            CASE WHEN k.key_space IS NOT NULL
                 THEN ARRAY(SELECT x.task_type FROM corotask.type_controls x WHERE x.key_space = k.key_space) END AS space_types
-    FROM corotask.type_controls c
+    FROM corotask.type_controls c` + claimRunningRead + `
     LEFT JOIN corotask.key_limits k ON k.key_space = c.key_space
     LEFT JOIN LATERAL (
         SELECT rl.name, extract(epoch FROM rl.per)::float8 / rl.rate AS token_secs,
@@ -180,6 +282,46 @@ const claimControls = `ctl AS (
         FROM corotask.rate_limits rl WHERE rl.name = c.rate_limit
     ) b ON true
     WHERE c.task_type = ANY ($6::text[])`
+
+// claimControlsLeanRead is the lean forms' read of the controls: pauses
+// and maximums. A type with a key space or a rate limit takes nothing
+// (and picked, nothing at all: see ClaimNoteLimits).
+const claimControlsLeanRead = `ctl AS (
+    -- The controls of the types polled, as claimControls reads them, but
+    -- for key spaces and rate limits.
+    SELECT c.task_type AS typ, c.paused_at IS NOT NULL AS paused, c.max_running IS NOT NULL AS counts,
+           CASE WHEN c.paused_at IS NOT NULL OR c.key_space IS NOT NULL OR c.rate_limit IS NOT NULL THEN 0
+                WHEN c.max_running IS NULL THEN NULL
+                ELSE greatest(` + claimMaxFree + `, 0)::int END AS cap,
+           ` + claimControlsNoted + `
+    FROM corotask.type_controls c` + claimRunningRead + `
+    WHERE c.task_type = ANY ($6::text[])`
+
+// claimRunningRead reads, for a type c with a maximum that is not paused,
+// its running polls and the executors that may be claiming it (n).
+const claimRunningRead = `
+    LEFT JOIN LATERAL (
+        SELECT ` + claimTypeRunning + ` AS running,
+               ` + claimClaimers + ` AS claimers
+        WHERE c.max_running IS NOT NULL AND c.paused_at IS NULL
+        OFFSET 0
+    ) n ON true`
+
+// claimMaxFree is how many more polls type c's maximum lets the claim
+// start: its free slots, or, held shared (see ClaimControls), a share at
+// most, and only while every other claimer's share fits.
+const claimMaxFree = `CASE WHEN current_setting('corotask.claim_shared', true) = 'true'
+                    THEN least(` + claimShareTake + `,
+                               c.max_running - n.running - (n.claimers - 1) * ` + claimShareTake + `)
+                    ELSE c.max_running - n.running END`
+
+// claimControlsNoted is what claimNotes reads of each type: whether it
+// has a key space or a rate limit (limits), and whether it leaves room for
+// shared claims (room: see ClaimNoteRoom).
+const claimControlsNoted = `c.key_space IS NOT NULL OR c.rate_limit IS NOT NULL AS limits,
+           c.paused_at IS NOT NULL
+             OR (c.max_running IS NOT NULL AND c.key_space IS NULL AND c.rate_limit IS NULL
+                 AND n.running + n.claimers * ` + claimShareTake + ` <= c.max_running) AS room`
 
 // claimQuotaControlled is ClaimControlled's quota of each type, within its
 // controls.

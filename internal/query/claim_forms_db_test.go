@@ -13,8 +13,8 @@ import (
 	"github.com/corotask/corotask/internal/testdb"
 )
 
-// Each smaller form of ClaimFor (ClaimControlledFor) claims what Claim
-// (ClaimControlled) claims with the same arguments, and its last row
+// Each smaller form of ClaimFor (ClaimControlledFor, lean or not) claims
+// what Claim (ClaimControlled) claims with the same arguments, and its last row
 // carries the same next wake_at and floors (none without $10); a form
 // without the search of expired claims carries no stale floor (NULL), where
 // Claim carries the floor margin before its now().
@@ -39,9 +39,11 @@ func TestClaimForClaimsWhatClaimClaims(t *testing.T) {
 		next        *time.Time
 		staleFloor  *time.Time
 		floorsValid bool
+		notes       any // the last row's last column
 	}
 	controlled := false // ClaimControls first, in each claim's transaction
-	claim := func(stmt string, open []string, stale, withFloors bool) (o outcome) {
+	lean := false       // ClaimControlsFor(true) before a lean form
+	claim := func(stmt string, open []string, stale, withFloors, leanForm bool) (o outcome) {
 		t.Helper()
 		tx, err := db.Begin(ctx)
 		require.NoError(t, err)
@@ -53,7 +55,7 @@ func TestClaimForClaimsWhatClaimClaims(t *testing.T) {
 			var types []string
 			var locked int64
 			var shared string
-			require.NoError(t, tx.QueryRow(ctx, query.ClaimControls, all, nil).Scan(&types, &locked, &shared))
+			require.NoError(t, tx.QueryRow(ctx, query.ClaimControlsFor(leanForm), all, nil).Scan(&types, &locked, &shared))
 			require.Equal(t, []string{"a"}, types)
 		}
 		var floors []time.Time
@@ -76,6 +78,7 @@ func TestClaimForClaimsWhatClaimClaims(t *testing.T) {
 				o.next = &next
 			}
 			o.floorsValid = v[14] != nil
+			o.notes = v[17]
 			if v[15] != nil {
 				floor := v[15].(time.Time)
 				o.staleFloor = &floor
@@ -89,12 +92,13 @@ func TestClaimForClaimsWhatClaimClaims(t *testing.T) {
 	// arguments.
 	same := func(largest, form string, open []string, stale, floors bool) {
 		t.Helper()
-		want := claim(largest, open, stale, floors)
-		got := claim(form, open, stale, floors)
-		what := fmt.Sprintf("%v, stale %v, floors %v, controlled %v", open, stale, floors, controlled)
+		want := claim(largest, open, stale, floors, false)
+		got := claim(form, open, stale, floors, lean)
+		what := fmt.Sprintf("%v, stale %v, floors %v, controlled %v, lean %v", open, stale, floors, controlled, lean)
 		require.Len(t, got.ids, 5, what)
 		require.Equal(t, want.ids, got.ids, what)
 		require.Equal(t, want.next, got.next, what)
+		require.Equal(t, want.notes, got.notes, what)
 		require.Equal(t, floors, got.floorsValid, what)
 		require.Equal(t, want.floorsValid, got.floorsValid, what)
 		if stale {
@@ -112,14 +116,16 @@ func TestClaimForClaimsWhatClaimClaims(t *testing.T) {
 		}
 	}
 
-	// ClaimControlledFor's forms, for types with controls (a maximum that
-	// does not bind).
+	// ClaimControlledFor's forms, full and lean, for types with controls
+	// (a maximum that does not bind).
 	_, err = db.Exec(ctx, `INSERT INTO corotask.type_controls (task_type, max_running) VALUES ('a', 100)`)
 	require.NoError(t, err)
 	controlled = true
-	for _, stale := range []bool{false, true} {
-		for _, floors := range []bool{false, true} {
-			same(query.ClaimControlled, query.ClaimControlledFor(stale, floors), []string{"a", "b"}, stale, floors)
+	for _, lean = range []bool{false, true} {
+		for _, stale := range []bool{false, true} {
+			for _, floors := range []bool{false, true} {
+				same(query.ClaimControlled, query.ClaimControlledFor(stale, floors, lean), []string{"a", "b"}, stale, floors)
+			}
 		}
 	}
 }
