@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,6 +99,25 @@ func setControls(t *testing.T, db *pgxpool.Pool, sql string) {
 func gatedPoller(g *gauge, gate <-chan struct{}) executor.PollerFunc[int, int] {
 	return func(ctx context.Context, t *executor.Task[int, int]) (executor.Action, error) {
 		defer g.enter()()
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return executor.Action{}, ctx.Err()
+		}
+		return executor.Done(), nil
+	}
+}
+
+// keyedGatedPoller blocks each poll until gate closes, but for those of
+// the states ungated, counting the polls in flight (g) and those of each
+// state (keys: the tests give a task its limit key as its state).
+func keyedGatedPoller(g *gauge, keys *keyGauge, gate <-chan struct{}, ungated ...string) executor.PollerFunc[string, int] {
+	return func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
+		defer g.enter()()
+		defer keys.enter(t.State)()
+		if slices.Contains(ungated, t.State) {
+			return executor.Done(), nil
+		}
 		select {
 		case <-gate:
 		case <-ctx.Done():
@@ -267,16 +287,7 @@ func TestKeyLimitAcrossTypes(t *testing.T) {
 	keys := newKeyGauge()
 	var g gauge
 	gate := make(chan struct{})
-	poller := executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
-		defer g.enter()()
-		defer keys.enter(t.State)()
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return executor.Action{}, ctx.Err()
-		}
-		return executor.Done(), nil
-	})
+	poller := keyedGatedPoller(&g, keys, gate)
 	e := executor.MustNew(db, fastConfig(t))
 	executor.Register(e, "charge", poller)
 	executor.Register(e, "refund", poller)
@@ -310,21 +321,8 @@ func TestKeySpaceGainedWhileClaimingLeanHolds(t *testing.T) {
 	keys := newKeyGauge()
 	var g gauge
 	gate := make(chan struct{})
-	poller := executor.PollerFunc[string, int](func(ctx context.Context, t *executor.Task[string, int]) (executor.Action, error) {
-		defer g.enter()()
-		defer keys.enter(t.State)()
-		if t.State == "warm-up" {
-			return executor.Done(), nil
-		}
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return executor.Action{}, ctx.Err()
-		}
-		return executor.Done(), nil
-	})
 	e := executor.MustNew(db, fastConfig(t))
-	executor.Register(e, "charge", poller)
+	executor.Register(e, "charge", keyedGatedPoller(&g, keys, gate, "warm-up"))
 	start(t, e)
 	// A first claim finds a maximum only: the next claims are lean.
 	_, err := tasks.Create(ctx, db, tasks.Spec{Type: "charge", State: "warm-up"})
