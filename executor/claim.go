@@ -94,12 +94,22 @@ func (cl *claimer) claim(ctx context.Context, req claimRequest) ([]*claimed, tim
 	// by the statement that counts against them, after their controls are
 	// locked; the other reads none of that, and claims nothing when a type
 	// has gained controls (see claimWith).
-	return cl.claimWith(ctx, req, cl.controlled.any())
+	return cl.claimWith(ctx, req, claimHow{controlled: cl.controlled.any()})
+}
+
+// claimHow says which statements a claim sends.
+type claimHow struct {
+	// controlled: ClaimControls and ClaimControlled, not Claim.
+	controlled bool
+	// full: their full forms, and exclusive: their controls locked
+	// exclusive, whatever the last claim noted (a claim made again at
+	// once, after one whose notes said otherwise).
+	full, exclusive bool
 }
 
 // claimWith is claim, by ClaimControlled (after ClaimControls) when
-// controlled, else by Claim.
-func (cl *claimer) claimWith(ctx context.Context, req claimRequest, controlled bool) ([]*claimed, time.Time, error) {
+// how.controlled, else by Claim.
+func (cl *claimer) claimWith(ctx context.Context, req claimRequest, how claimHow) ([]*claimed, time.Time, error) {
 	if cl.distribution.citus.Load() {
 		return cl.claimShards(ctx, req)
 	}
@@ -118,11 +128,12 @@ func (cl *claimer) claimWith(ctx context.Context, req claimRequest, controlled b
 	b.Queue(query.ClaimSettings)
 	// The smallest form of the claim for this request (see query.ClaimFor).
 	stmt := query.ClaimFor(len(req.open) == 1, req.stale, from != nil)
-	lean := controlled && cl.controlled.lean.Load()
+	controlled := how.controlled
+	lean := controlled && !how.full && cl.controlled.lean.Load()
 	if controlled {
 		stmt = query.ClaimControlledFor(req.stale, from != nil, lean)
 		var claimer pgtype.UUID
-		if req.share && cl.controlled.room.Load() {
+		if req.share && !how.exclusive && cl.controlled.room.Load() {
 			claimer = pgtype.UUID{Bytes: cl.id, Valid: true}
 		}
 		b.Queue(query.ClaimControlsFor(lean), req.all, claimer)
@@ -169,10 +180,19 @@ func (cl *claimer) claimWith(ctx context.Context, req claimRequest, controlled b
 	if lean && res.notes&query.ClaimNoteLimits != 0 && len(res.claimed) == 0 {
 		// A type polled has gained a key space or a rate limit, which the
 		// lean form does not count: it took nothing, and the claim is made
-		// again with the full form (the notes turned lean off), on a
-		// connection acquired anew, as below.
+		// again with the full form, on a connection acquired anew, as
+		// below.
 		conn.Release()
-		return cl.claimWith(ctx, req, true)
+		return cl.claimWith(ctx, req, claimHow{controlled: true, full: true, exclusive: how.exclusive})
+	}
+	if res.shared && len(res.claimed) == 0 && res.notes&query.ClaimNoteRoom == 0 {
+		// Held shared on a note of room that other executors' claims have
+		// taken since, the claim took nothing: near the maximum, claims
+		// take turns, and this one is made again at once, exclusive, for
+		// the slots left (rather than after a poll of this executor ends,
+		// or PollInterval).
+		conn.Release()
+		return cl.claimWith(ctx, req, claimHow{controlled: true, full: how.full, exclusive: true})
 	}
 	if controlled && !req.lane {
 		cl.controlled.short.Store(len(res.claimed) < req.total)
@@ -184,7 +204,7 @@ func (cl *claimer) claimWith(ctx context.Context, req claimRequest, controlled b
 		// share a small pool would otherwise each hold one and wait for
 		// another).
 		conn.Release()
-		return cl.claimWith(ctx, req, true)
+		return cl.claimWith(ctx, req, claimHow{controlled: true})
 	}
 	if req.lane {
 		for _, c := range res.claimed {
@@ -254,8 +274,10 @@ type claimResult struct {
 	controlled     []string
 	gainedControls bool
 	// notes are ClaimControlled's notes for the next claim
-	// (query.ClaimNoteLimits, query.ClaimNoteRoom).
-	notes int16
+	// (query.ClaimNoteLimits, query.ClaimNoteRoom), and shared whether
+	// ClaimControls held the controls shared.
+	notes  int16
+	shared bool
 	// topPriority is, after a claim on a Citus worker (query.ClaimNode),
 	// the highest priority of the ready work it left on its shards, and -1
 	// when none.
@@ -278,6 +300,7 @@ func readClaim(br pgx.BatchResults, at time.Time, count, controlled bool) (res c
 		if err := br.QueryRow().Scan(&res.controlled, &locked, &shared); err != nil { // ClaimControls
 			return claimResult{}, err
 		}
+		res.shared = shared == "true"
 	}
 	var before, after int64
 	if count {

@@ -20,14 +20,19 @@ type controlledTypes struct {
 	// tasks than it asked for: limits may hold tasks back, and a slot
 	// freed under them is worth a claim (see committer.settle).
 	short atomic.Bool
-	// lean is whether the last claim of controlled types found only
-	// pauses and maximums among them (no key space, no rate limit): the
-	// next claims them with the lean forms of the statements, which cost
-	// less (see query.ClaimControlledFor).
+	// lean is whether the last claim made with ClaimControlled (the claim
+	// loop's, the priority lane's or PollOnce's) found only pauses and
+	// maximums among the types it asked about (no key space, no rate
+	// limit): the next claims with the lean forms of the statements, which
+	// cost less (see query.ClaimControlledFor). One that finds a key space
+	// or a rate limit all the same takes nothing, and is made again with
+	// the full forms (see claimWith).
 	lean atomic.Bool
-	// room is whether the last claim of controlled types found room for
-	// shared claims (query.ClaimNoteRoom): the claim loop's next claim
-	// asks to hold their controls shared.
+	// room is whether that claim found room for shared claims
+	// (query.ClaimNoteRoom): the claim loop's next claim asks to hold the
+	// controls shared. One that finds the room taken meanwhile takes what
+	// is left of a share, or, taking nothing, is made again at once,
+	// exclusive.
 	room atomic.Bool
 }
 

@@ -19,7 +19,7 @@ package query
 // executors claiming the same type run side by side; ClaimControlled then
 // takes at most a share (claimShareTake) of each, and only while every
 // other claimer's share still fits over the running polls it counts (see
-// claimControls): that is what keeps the claims in flight within the
+// claimMaxFree): that is what keeps the claims in flight within the
 // maximum, whatever the room when the claimer asked. The claimer must be a
 // live executor of corotask.executors (its claim loop claims one claim at
 // a time); $2 NULL (PollOnce, the priority lane, or a claimer whose last
@@ -208,10 +208,17 @@ WITH ` + claimControls + `
 }
 
 // claimNotes is the last row's last column: the notes (ClaimNoteLimits,
-// ClaimNoteRoom), from the controls read (ctl). No type with controls
-// notes nothing.
+// ClaimNoteRoom), from the controls read (ctl). With no type with
+// controls there is room, and no limit. The room is that of the claim's
+// snapshot: what the claim takes itself is not counted (counting it made
+// claims far from a maximum lock exclusive more often, and cost
+// throughput: see docs/benchmarks.md); a claim that asks to share on a
+// note the claims since have made old takes what fits, or, taking
+// nothing, is made again exclusive (see the executor's claimWith).
 const claimNotes = `(
-    SELECT (CASE WHEN bool_or(limits) THEN 1 ELSE 0 END | CASE WHEN bool_and(room) THEN 2 ELSE 0 END)::smallint FROM ctl)`
+    SELECT (CASE WHEN bool_or(l.limits) THEN 1 ELSE 0 END
+            | CASE WHEN coalesce(bool_and(l.paused OR coalesce(l.spare >= 0, false)), true) THEN 2 ELSE 0 END)::smallint
+    FROM ctl l)`
 
 // claimQuotaLean is the lean forms' quota (claimQuotaControlled's,
 // without key spaces).
@@ -316,12 +323,13 @@ const claimMaxFree = `CASE WHEN current_setting('corotask.claim_shared', true) =
                     ELSE c.max_running - n.running END`
 
 // claimControlsNoted is what claimNotes reads of each type: whether it
-// has a key space or a rate limit (limits), and whether it leaves room for
-// shared claims (room: see ClaimNoteRoom).
+// has a key space or a rate limit (limits), and, for a type that may be
+// held shared (a maximum, no key space, no rate limit), how many slots
+// its maximum leaves over its running polls and a share for every
+// claimer (spare; NULL for any other type: see ClaimNoteRoom).
 const claimControlsNoted = `c.key_space IS NOT NULL OR c.rate_limit IS NOT NULL AS limits,
-           c.paused_at IS NOT NULL
-             OR (c.max_running IS NOT NULL AND c.key_space IS NULL AND c.rate_limit IS NULL
-                 AND n.running + n.claimers * ` + claimShareTake + ` <= c.max_running) AS room`
+           CASE WHEN c.key_space IS NULL AND c.rate_limit IS NULL
+                THEN c.max_running - n.running - n.claimers * ` + claimShareTake + ` END AS spare`
 
 // claimQuotaControlled is ClaimControlled's quota of each type, within its
 // controls.

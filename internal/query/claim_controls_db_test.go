@@ -128,6 +128,12 @@ func TestClaimControlsSharesOnlyForTheClaimLoopFarFromTheMaximum(t *testing.T) {
 	require.Equal(t, 1, n)
 	require.Zero(t, notes)
 
+	// No type with controls: room (nothing to share), and no limit.
+	for _, lean := range []bool{false, true} {
+		_, notes := claim([]string{"free"}, live, lean)
+		require.Equal(t, int16(query.ClaimNoteRoom), notes, "lean %v", lean)
+	}
+
 	// A type with a key space: the full form counts it, and notes it; the
 	// lean form claims nothing, of any type, and notes it.
 	n, notes = claim([]string{"far", "keyed"}, live, false)
