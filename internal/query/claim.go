@@ -152,16 +152,28 @@ var claimForms = func() (forms [2][2][2]string) {
 	for one, openQuota := range []string{claimOpenQuota, claimOpenQuotaOne} {
 		for stale := range 2 {
 			for floors, nextFloors := range []string{"NULL::timestamptz[]", claimNextFloors} {
-				if stale == 1 {
-					forms[one][stale][floors] = claimPlain(openQuota, claimStale+claimStaleTail, ", "+claimTakenOver+claimRows, nextFloors, claimNextStaleFloor)
-				} else {
-					forms[one][stale][floors] = claimPlain(openQuota, claimStaleNone, claimRows, nextFloors, "NULL::timestamptz")
-				}
+				forms[one][stale][floors] = claimPlain(openQuota, claimStaleFor(stale == 1, claimStale+claimStaleTail), nextFloors)
 			}
 		}
 	}
 	return forms
 }()
+
+// claimStaleParts are the parts of a claim statement that the search of
+// expired claims decides: the search (stale), what follows the claim's
+// UPDATE up to the last row's next wake_at (rows: with the search, the
+// record of takeovers first), and the last row's stale floor.
+type claimStaleParts struct{ search, rows, floor string }
+
+// claimStaleFor returns the parts of a claim with the search of expired
+// claims search, or, without it, of one that has none (claimStaleNone, and
+// a NULL floor: see ClaimFor).
+func claimStaleFor(stale bool, search string) claimStaleParts {
+	if stale {
+		return claimStaleParts{search, ", " + claimTakenOver + claimRows, claimNextStaleFloor}
+	}
+	return claimStaleParts{claimStaleNone, claimRows, "NULL::timestamptz"}
+}
 
 func boolIndex(b bool) int {
 	if b {
@@ -171,22 +183,21 @@ func boolIndex(b bool) int {
 }
 
 // claimPlain composes Claim and its smaller forms: openQuota is the
-// share of each uncapped type, stale the search of expired claims, rows
-// what follows the claim's UPDATE up to the last row's next wake_at,
-// nextFloors and staleFloor the last row's next floors and stale floor.
-func claimPlain(openQuota, stale, rows, nextFloors, staleFloor string) string {
+// share of each uncapped type, stale the parts of the search of expired
+// claims, nextFloors the last row's next floors.
+func claimPlain(openQuota string, stale claimStaleParts, nextFloors string) string {
 	return `
 WITH ` + claimFloors + `
 ), ` + openQuota + `
 ), ` + claimQuotaPlain + `
 ), ` + claimReadyPlain + `
-), ` + stale + `
+), ` + stale.search + `
 ), ` + claimCandidates + `
 ), ` + claimPickedPlain + `
 ), ` + claimUpdate + claimUpdateTail + `
     WHERE t.task_id = ANY (ARRAY(SELECT task_id FROM picked))
     ` + claimReturning + `
-)` + rows + claimNextWake + `, NULL, ` + nextFloors + `, ` + staleFloor + `, NULL,
+)` + stale.rows + claimNextWake + `, NULL, ` + nextFloors + `, ` + stale.floor + `, NULL,
     (SELECT 1::smallint FROM gained WHERE yes)`
 }
 

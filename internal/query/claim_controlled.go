@@ -170,41 +170,36 @@ func ClaimControlledFor(stale, floors, lean bool) string {
 // [lean][stale][floors].
 var claimControlledForms = func() (forms [2][2][2]string) {
 	for lean := range 2 {
-		for floors, nextFloors := range []string{"NULL::timestamptz[]", claimNextFloors} {
-			forms[lean][0][floors] = claimControlledPlain(lean == 1, claimStaleNone, claimRows, nextFloors, "NULL::timestamptz")
-			forms[lean][1][floors] = claimControlledPlain(lean == 1, claimStaleControlled, ", "+claimTakenOver+claimRows, nextFloors, claimNextStaleFloor)
+		for stale := range 2 {
+			for floors, nextFloors := range []string{"NULL::timestamptz[]", claimNextFloors} {
+				forms[lean][stale][floors] = claimControlledPlain(lean == 1, claimStaleFor(stale == 1, claimStaleControlled), nextFloors)
+			}
 		}
 	}
 	return forms
 }()
 
 // claimControlledPlain composes ClaimControlled and its smaller forms, as
-// claimPlain does Claim's. Its quota reads no open_quota: the share among
-// types is picked's, within the controls.
-func claimControlledPlain(lean bool, stale, rows, nextFloors, staleFloor string) string {
+// claimPlain does Claim's; lean, without key spaces and rate limits. Its
+// quota reads no open_quota: the share among types is picked's, within the
+// controls.
+func claimControlledPlain(lean bool, stale claimStaleParts, nextFloors string) string {
+	ctl, ready, picked, took, nextWake := claimControls, claimReadyKeyed, claimPickedControlled,
+		`
+), `+claimTook, `least(`+claimNextWake+`, (`+claimNextToken+`))`
 	if lean {
-		return `
-WITH ` + claimControlsLeanRead + `
-), ` + claimFloors + `
-), ` + claimQuotaLean + `
-), ` + claimReadyPlain + `
-), ` + stale + `
-), ` + claimCandidates + `
-), ` + claimPickedLean + `
-), ` + claimUpdateControlled + `
-)` + rows + claimNextWake + `, NULL, ` + nextFloors + `, ` + staleFloor + `, NULL, ` + claimNotes
+		ctl, ready, picked, took, nextWake = claimControlsLeanRead, claimReadyPlain, claimPickedLean, "", claimNextWake
 	}
 	return `
-WITH ` + claimControls + `
+WITH ` + ctl + `
 ), ` + claimFloors + `
 ), ` + claimQuotaControlled + `
-), ` + claimReadyKeyed + `
-), ` + stale + `
+), ` + ready + `
+), ` + stale.search + `
 ), ` + claimCandidates + `
-), ` + claimPickedControlled + `
-), ` + claimUpdateControlled + `
-), ` + claimTook + `
-)` + rows + `least(` + claimNextWake + `, (` + claimNextToken + `)), NULL, ` + nextFloors + `, ` + staleFloor + `, NULL, ` + claimNotes
+), ` + picked + `
+), ` + claimUpdateControlled + took + `
+)` + stale.rows + nextWake + `, NULL, ` + nextFloors + `, ` + stale.floor + `, NULL, ` + claimNotes
 }
 
 // claimNotes is the last row's last column: the notes (ClaimNoteLimits,
@@ -219,16 +214,6 @@ const claimNotes = `(
     SELECT (CASE WHEN bool_or(l.limits) THEN 1 ELSE 0 END
             | CASE WHEN coalesce(bool_and(l.paused OR coalesce(l.spare >= 0, false)), true) THEN 2 ELSE 0 END)::smallint
     FROM ctl l)`
-
-// claimQuotaLean is the lean forms' quota (claimQuotaControlled's,
-// without key spaces).
-const claimQuotaLean = `quota AS (
-    -- As claimQuotaControlled.
-    SELECT o.typ, least($2::int, l.cap) AS n FROM unnest($1::text[]) AS o(typ)
-    LEFT JOIN ctl l ON l.typ = o.typ
-    UNION ALL
-    SELECT q.typ, least(q.n, l.cap) FROM unnest($3::text[], $4::int[]) AS q(typ, n)
-    LEFT JOIN ctl l ON l.typ = q.typ`
 
 // claimPickedLean is the lean forms' choice among the candidates:
 // claimPickedControlled's, without keys and rate limits, and nothing at
@@ -291,7 +276,8 @@ const claimControls = `ctl AS (
     WHERE c.task_type = ANY ($6::text[])`
 
 // claimControlsLeanRead is the lean forms' read of the controls: pauses
-// and maximums. A type with a key space or a rate limit takes nothing
+// and maximums (no key space: the columns claimQuotaControlled reads of
+// one are NULL). A type with a key space or a rate limit takes nothing
 // (and picked, nothing at all: see ClaimNoteLimits).
 const claimControlsLeanRead = `ctl AS (
     -- The controls of the types polled, as claimControls reads them, but
@@ -300,7 +286,8 @@ const claimControlsLeanRead = `ctl AS (
            CASE WHEN c.paused_at IS NOT NULL OR c.key_space IS NOT NULL OR c.rate_limit IS NOT NULL THEN 0
                 WHEN c.max_running IS NULL THEN NULL
                 ELSE greatest(` + claimMaxFree + `, 0)::int END AS cap,
-           ` + claimControlsNoted + `
+           ` + claimControlsNoted + `,
+           NULL::text AS key_space, NULL::int AS key_max, NULL::text[] AS space_types
     FROM corotask.type_controls c` + claimRunningRead + `
     WHERE c.task_type = ANY ($6::text[])`
 
